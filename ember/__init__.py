@@ -1,0 +1,37 @@
+"""ember: a PyTorch-compatible deep-learning framework core.
+
+This module only re-exports the torch-like namespace; see DESIGN.md for the layers.
+"""
+
+from ember import backends as _backends  # noqa: F401  (registers kernels)
+from ember import ops as ops
+from ember.backends.meta import register_meta_kernels as _register_meta_kernels
+from ember.core.device import Device, device
+from ember.core.dtype import (
+    DType, bfloat16, can_cast, finfo, float16, float32, float64, get_default_dtype, iinfo,
+    int8, int16, int32, int64, promote_types, set_default_dtype, uint8,
+)
+from ember.core.dtype import bool_ as bool  # noqa: A001
+from ember.errors import OutOfMemoryError
+from ember.ops._promotion import result_type
+from ember.ops.copy import clone
+from ember.ops.creation import (
+    arange, as_tensor, empty, empty_like, empty_strided, full, full_like, ones, ones_like,
+    scalar_tensor, tensor, zeros, zeros_like,
+)
+from ember.ops.pointwise import *  # noqa: F403
+from ember.ops.views import *  # noqa: F403
+from ember.tensor import Size, Tensor, from_numpy
+
+_register_meta_kernels()
+
+dtype = DType
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+char = int8
+
+__version__ = "0.1.0"

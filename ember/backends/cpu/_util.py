@@ -1,0 +1,76 @@
+"""Helpers shared by CPU kernels: NumPy views of tensors and output allocation.
+
+NOTE [Outputs and version counters]
+Kernels allocate outputs from the Meta rule's Spec, or write into a caller's ``out=``
+tensor. Writing into ``out`` (and every in-place op, which is ``out=self``) bumps the shared
+version counter exactly once, here, so views and autograd see the mutation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core import dtype as dt
+from ember.core.layout import contiguous_strides, storage_extent
+from ember.memory.storage import Storage
+from ember.tensor import Tensor, empty_tensor, numpy_view
+
+__all__ = ["arr", "new_output", "resize_out", "write_result", "np_scalar_or_array",
+           "compute_dtype"]
+
+arr = numpy_view
+
+
+def np_scalar_or_array(x):
+    """A NumPy operand for ``x``: the array view of a tensor, or the Python scalar itself."""
+    return numpy_view(x) if isinstance(x, Tensor) else x
+
+
+def resize_out(out: Tensor, shape: tuple, op_name: str = "out") -> None:
+    """Give ``out`` the shape ``shape`` (torch's ``resize_`` of out= tensors)."""
+    if out._shape == shape:
+        return
+    stride = contiguous_strides(shape)
+    need = storage_extent(shape, stride, out._offset) * out._dtype.itemsize
+    if need > out._storage._nbytes:
+        out._storage = Storage(storage_extent(shape, stride, 0) * out._dtype.itemsize,
+                               out._device)
+        out._set_meta(shape, stride, 0)
+    else:
+        out._set_meta(shape, stride, out._offset)
+
+
+def new_output(shape: tuple, dtype: dt.DType, out: Tensor | None = None,
+               op_name: str = "op") -> Tensor:
+    """An output tensor for a kernel: fresh, or the caller's ``out`` (checked, resized, bumped)."""
+    if out is None:
+        return empty_tensor(shape, dtype)
+    if not dt.can_cast(dtype, out._dtype):
+        raise RuntimeError(f"result type {_tname(dtype)} can't be cast to the desired output "
+                           f"type {_tname(out._dtype)}")
+    resize_out(out, shape, op_name)
+    out._ver.value += 1
+    return out
+
+
+def write_result(result, out: Tensor) -> Tensor:
+    """Copy a NumPy result into ``out``'s memory (casting as needed) and return ``out``."""
+    np.copyto(numpy_view(out), result, casting="unsafe")
+    return out
+
+
+_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                "bfloat16": "BFloat16", "int8": "Char", "int16": "Short", "int32": "Int",
+                "int64": "Long", "uint8": "Byte", "bool": "Bool"}
+
+
+def _tname(d: dt.DType) -> str:
+    return _TORCH_NAMES[d.name]
+
+
+def compute_dtype(d: dt.DType) -> np.dtype:
+    """The NumPy dtype a kernel computes in: float32 for half types (PyTorch's opmath)."""
+    return _F32 if d is dt.float16 or d is dt.bfloat16 else d.np
+
+
+_F32 = np.dtype(np.float32)

@@ -1,0 +1,1 @@
+"""L1: dtypes (and promotion), devices, and pure shape/stride math. Knows no Tensor."""

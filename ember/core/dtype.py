@@ -1,0 +1,209 @@
+"""dtypes and type promotion.
+
+Owns the set of ember dtypes, ``promote_types`` (PyTorch's lattice), the Python-scalar rules of
+``result_type`` (dimensioned tensors > zero-dim tensors > Python scalars, by category), and the
+default dtype. Knows nothing about tensors beyond "a thing with ``dtype`` and ``ndim``".
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "DType", "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
+    "uint8", "bool_", "promote_types", "can_cast", "get_default_dtype", "set_default_dtype",
+    "finfo", "iinfo", "from_numpy_dtype", "ALL_DTYPES",
+]
+
+# Categories in promotion order (PyTorch: bool < integral < floating).
+BOOL, INTEGRAL, FLOATING = 0, 1, 2
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DType:
+    """An element type. Instances are singletons, compared by identity."""
+
+    name: str
+    itemsize: int
+    category: int
+    is_signed: bool
+    np: np.dtype = field(compare=False)
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == FLOATING
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def to_real(self) -> DType:
+        return self
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+
+float32 = DType("float32", 4, FLOATING, True, np.dtype(np.float32))
+float64 = DType("float64", 8, FLOATING, True, np.dtype(np.float64))
+float16 = DType("float16", 2, FLOATING, True, np.dtype(np.float16))
+bfloat16 = DType("bfloat16", 2, FLOATING, True, np.dtype(ml_dtypes.bfloat16))
+int8 = DType("int8", 1, INTEGRAL, True, np.dtype(np.int8))
+int16 = DType("int16", 2, INTEGRAL, True, np.dtype(np.int16))
+int32 = DType("int32", 4, INTEGRAL, True, np.dtype(np.int32))
+int64 = DType("int64", 8, INTEGRAL, True, np.dtype(np.int64))
+uint8 = DType("uint8", 1, INTEGRAL, False, np.dtype(np.uint8))
+bool_ = DType("bool", 1, BOOL, False, np.dtype(np.bool_))
+
+ALL_DTYPES = (float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool_)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NP = {d.np: d for d in ALL_DTYPES}
+
+
+def _dtype_by_name(name: str) -> DType:
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(npdtype) -> DType:
+    """The ember dtype of a NumPy dtype; TypeError for types ember does not have."""
+    try:
+        return _BY_NP[np.dtype(npdtype)]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"can't convert np.ndarray of type {np.dtype(npdtype)}. The only supported types "
+            "are: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+        ) from None
+
+
+def _promote(a: DType, b: DType) -> DType:
+    if a is b:
+        return a
+    if a.category != b.category:
+        hi, lo = (a, b) if a.category > b.category else (b, a)
+        return hi
+    if a.category == FLOATING:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize > b.itemsize else b
+    # integral: uint8 mixed with a signed type needs a signed type wide enough for 0..255
+    if a is uint8 or b is uint8:
+        other = b if a is uint8 else a
+        return int16 if other is int8 else other
+    return a if a.itemsize > b.itemsize else b
+
+
+_PROMOTE = {(a, b): _promote(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+
+
+def promote_types(type1: DType, type2: DType) -> DType:
+    """The smallest dtype both ``type1`` and ``type2`` convert to (``torch.promote_types``)."""
+    return _PROMOTE[type1, type2]
+
+
+def can_cast(from_: DType, to: DType) -> bool:
+    """Whether a cast is allowed under PyTorch's casting rules (no category downgrade)."""
+    return from_.category <= to.category
+
+
+_default_dtype = float32
+
+
+def get_default_dtype() -> DType:
+    """The dtype of floating tensors created from Python floats (``torch.get_default_dtype``)."""
+    return _default_dtype
+
+
+def set_default_dtype(d: DType) -> None:
+    """Set the default floating dtype; only float32/float64/float16/bfloat16 are allowed."""
+    global _default_dtype
+    if not isinstance(d, DType) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type; got {d}")
+    _default_dtype = d
+
+
+def scalar_dtype(value) -> DType:
+    """The dtype a Python scalar gets when it becomes a tensor (bool, int64, default float)."""
+    if isinstance(value, builtins.bool | np.bool_):
+        return bool_
+    if isinstance(value, builtins.int | np.integer):
+        return int64
+    if isinstance(value, builtins.float | np.floating):
+        return _default_dtype
+    raise TypeError(f"expected a Python scalar (bool, int or float); got {type(value).__name__}")
+
+
+def _combine_categories(higher: DType | None, lower: DType | None) -> DType | None:
+    if higher is None:
+        return lower
+    if lower is None or higher.category == FLOATING:
+        return higher
+    if higher is bool_ or lower.category == FLOATING:
+        return _PROMOTE[higher, lower]
+    return higher
+
+
+def result_type_of(dim_dtypes, zero_dim_dtypes, scalar_dtypes) -> DType:
+    """PyTorch's ResultTypeState: promote within each priority class, then combine by category.
+
+    Args:
+        dim_dtypes: dtypes of tensors with ndim > 0.
+        zero_dim_dtypes: dtypes of 0-d tensors.
+        scalar_dtypes: dtypes of Python scalars (already mapped by :func:`scalar_dtype`).
+    """
+    states = []
+    for group in (dim_dtypes, zero_dim_dtypes, scalar_dtypes):
+        r = None
+        for d in group:
+            r = d if r is None else _PROMOTE[r, d]
+        states.append(r)
+    dim, zero, wrapped = states
+    out = _combine_categories(dim, _combine_categories(zero, wrapped))
+    if out is None:
+        raise TypeError("result_type: expected at least one tensor or scalar argument")
+    return out
+
+
+class finfo:
+    """Machine limits of a floating dtype (``torch.finfo``): bits, eps, max, min, tiny, resolution."""
+
+    def __init__(self, type: DType | None = None):
+        type = type or _default_dtype
+        if not type.is_floating_point:
+            raise TypeError(f"finfo: expected a floating point dtype; got {type}")
+        info = ml_dtypes.finfo(type.np) if type is bfloat16 else np.finfo(type.np)
+        self.dtype = type.name
+        self.bits = type.itemsize * 8
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = float(info.tiny)
+        self.smallest_normal = self.tiny
+        self.resolution = float(info.resolution)
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution}, min={self.min:e}, max={self.max:e}, "
+                f"eps={self.eps}, smallest_normal={self.tiny}, tiny={self.tiny}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """Machine limits of an integral dtype (``torch.iinfo``): bits, min, max."""
+
+    def __init__(self, type: DType):
+        if type.category != INTEGRAL:
+            raise TypeError(f"iinfo: expected an integer dtype; got {type}")
+        info = np.iinfo(type.np)
+        self.dtype = type.name
+        self.bits = type.itemsize * 8
+        self.min = int(info.min)
+        self.max = int(info.max)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -1,0 +1,335 @@
+"""The dispatcher: every operator call picks its kernel by dispatch keys.
+
+NOTE [The hot path]
+``Operator.__call__`` ORs the key sets of its tensor arguments, adds the thread-local
+included keys, masks out the excluded ones, looks the result up in the operator's table
+(a dict keyed by key set, filled lazily) and calls what it finds. Kernels that continue below
+themselves were bound at table-fill time to ``(op, keys_below)``, so ``redispatch`` needs no
+recomputation. Nothing on this path parses a schema or builds a string.
+
+Kernel resolution for one runtime key (PyTorch's ``computeDispatchTableEntry``): a kernel
+registered to that key; else ``CompositeExplicitAutograd`` (backend keys); else
+``CompositeImplicitAutograd`` (backend keys, and autograd keys when the op has no backend
+kernel of its own); else the ``Autograd`` alias (autograd keys); else the dispatcher-wide
+fallback of that key; else the key is missing. A fallthrough removes the key from the call's
+set and dispatch continues with the next lower key.
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+from collections.abc import Callable
+from enum import Enum
+from functools import partial
+
+from ember.dispatch.keys import (
+    ABOVE_PYTHON_MASK, ALIAS_EXPANSION, ALL_KEYS_MASK, AUTOCAST_MASK, AUTOGRAD_KEYS,
+    BACKEND_KEYS, AliasKey, DispatchKey, keyset, parse_key,
+)
+from ember.dispatch.schema import OpSchema, parse_schema
+from ember.errors import DispatchError
+
+__all__ = [
+    "Operator", "Tag", "Kernel", "FALLTHROUGH", "define", "get_op", "all_ops", "redispatch",
+    "register_fallback", "dispatch_state", "set_tensor_type", "included_keys", "excluded_keys",
+    "ExcludeKeys", "IncludeKeys",
+]
+
+K = DispatchKey
+_PYTHON_BIT = 1 << K.Python
+
+
+class Tag(Enum):
+    """Operator tags: facts about an operator that tools (compiler, modes, tests) rely on."""
+
+    pointwise = "pointwise"
+    reduction = "reduction"
+    view = "view"
+    inplace = "inplace"
+    random = "random"
+    nondeterministic = "nondeterministic"
+    data_dependent_output = "data_dependent_output"
+    extern = "extern"
+    factory = "factory"
+
+
+class Kernel:
+    """A registered kernel: a function, whether it takes ``(op, keys_below)`` first, its origin."""
+
+    __slots__ = ("fn", "with_keyset", "source")
+
+    def __init__(self, fn: Callable, with_keyset: bool = False, source: str = ""):
+        self.fn = fn
+        self.with_keyset = with_keyset
+        self.source = source or getattr(fn, "__qualname__", repr(fn))
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.source})"
+
+
+FALLTHROUGH = Kernel(lambda *a, **k: None, source="fallthrough")
+
+
+class _DispatchState(threading.local):
+    def __init__(self):
+        self.included = keyset(K.BackendSelect)
+        self.keep = ALL_KEYS_MASK & ~AUTOCAST_MASK  # complement of the excluded set
+        self.modes: list = []
+
+
+_state = _DispatchState()
+_Tensor: type = type("NoTensorYet", (), {})
+_OPS: dict[str, Operator] = {}
+_FALLBACKS: dict[DispatchKey, Kernel] = {}
+
+
+def dispatch_state() -> _DispatchState:
+    """The calling thread's dispatch state (included keys, kept keys, mode stack)."""
+    return _state
+
+
+def set_tensor_type(cls: type) -> None:
+    """Tell the dispatcher which class is a tensor (called once by ``ember.tensor``)."""
+    global _Tensor
+    _Tensor = cls
+
+
+def included_keys() -> int:
+    """Thread-local included key set."""
+    return _state.included
+
+
+def excluded_keys() -> int:
+    """Thread-local excluded key set."""
+    return ALL_KEYS_MASK & ~_state.keep
+
+
+class IncludeKeys:
+    """Context manager adding keys to the thread-local included set."""
+
+    def __init__(self, ks: int):
+        self.ks = ks
+
+    def __enter__(self):
+        self.saved = _state.included
+        _state.included |= self.ks
+
+    def __exit__(self, *exc):
+        _state.included = self.saved
+
+
+class ExcludeKeys:
+    """Context manager adding keys to the thread-local excluded set (``ExcludeDispatchKeyGuard``)."""
+
+    def __init__(self, ks: int):
+        self.ks = ks
+
+    def __enter__(self):
+        self.saved = _state.keep
+        _state.keep &= ~self.ks
+
+    def __exit__(self, *exc):
+        _state.keep = self.saved
+
+
+class Operator:
+    """One operator overload: its schema, tags, kernels per key, and a cached dispatch table.
+
+    Calling it dispatches: ``op(*args, **kwargs)``. As a class attribute it binds like a
+    method, so ``Tensor.add = add_op`` makes ``x.add(y)`` call ``add_op(x, y)``.
+    """
+
+    def __init__(self, schema: OpSchema, tags=(), doc: str | None = None):
+        self.schema = schema
+        self.namespace = schema.namespace
+        self.name = schema.name
+        self.overload = schema.overload or "default"
+        self.qualname = schema.qualname
+        self.short_name = f"{schema.name}.{self.overload}"
+        self.__name__ = schema.name
+        self.__qualname__ = schema.name
+        self.__doc__ = doc
+        self.tags = frozenset(tags)
+        self._scan_lists = any(a.is_tensor_list for a in schema.arguments)
+        self._direct: dict[DispatchKey, Kernel] = {}
+        self._alias: dict[AliasKey, Kernel] = {}
+        self._cache: dict[int, Callable] = {}
+
+    # -- the hot path -------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        ks = 0
+        T = _Tensor
+        for a in args:
+            if isinstance(a, T):
+                ks |= a._keys
+            elif self._scan_lists and (a.__class__ is list or a.__class__ is tuple):
+                for t in a:
+                    if isinstance(t, T):
+                        ks |= t._keys
+        if kwargs:
+            for a in kwargs.values():
+                if isinstance(a, T):
+                    ks |= a._keys
+        st = _state
+        ks = (ks | st.included) & st.keep
+        fn = self._cache.get(ks)
+        if fn is None:
+            fn = self._compute(ks)
+        return fn(*args, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def lookup(self, ks: int) -> Callable:
+        """The callable that serves key set ``ks`` (filling the table on a miss)."""
+        fn = self._cache.get(ks)
+        return fn if fn is not None else self._compute(ks)
+
+    # -- registration --------------------------------------------------------------------------
+    def register(self, key, fn: Callable | Kernel, *, with_keyset: bool = False) -> None:
+        """Register ``fn`` for a runtime or alias key; replaces an earlier registration."""
+        key = parse_key(key)
+        kernel = fn if isinstance(fn, Kernel) else Kernel(fn, with_keyset)
+        (self._alias if isinstance(key, AliasKey) else self._direct)[key] = kernel
+        self._cache.clear()
+
+    def impl(self, key, *, with_keyset: bool = False):
+        """Decorator form of :meth:`register`."""
+        def deco(fn):
+            self.register(key, fn, with_keyset=with_keyset)
+            return fn
+        return deco
+
+    def has_kernel(self, key: DispatchKey) -> bool:
+        """Whether a key has a kernel of this operator's own (not a fallback or fallthrough)."""
+        kernel, why = self.resolve(key)
+        return kernel is not None and kernel is not FALLTHROUGH and why != "backend fallback"
+
+    # -- table computation ---------------------------------------------------------------------
+    def resolve(self, key: DispatchKey) -> tuple[Kernel | None, str]:
+        """The kernel serving ``key`` and why (PyTorch's table-entry precedence)."""
+        kernel = self._direct.get(key)
+        if kernel is not None:
+            return kernel, "fallthrough" if kernel is FALLTHROUGH else "kernel"
+        alias = self._alias
+        if key in BACKEND_KEYS:
+            if AliasKey.CompositeExplicitAutograd in alias:
+                return alias[AliasKey.CompositeExplicitAutograd], "default backend kernel"
+            if AliasKey.CompositeImplicitAutograd in alias:
+                return alias[AliasKey.CompositeImplicitAutograd], "math kernel"
+        if key in AUTOGRAD_KEYS:
+            has_backend = any(k in self._direct for k in BACKEND_KEYS) or (
+                AliasKey.CompositeExplicitAutograd in alias)
+            if AliasKey.CompositeImplicitAutograd in alias and not has_backend:
+                return alias[AliasKey.CompositeImplicitAutograd], "math kernel"
+            if AliasKey.Autograd in alias:
+                return alias[AliasKey.Autograd], "autograd kernel"
+        fallback = _FALLBACKS.get(key)
+        if fallback is not None:
+            return fallback, "fallthrough" if fallback is FALLTHROUGH else "backend fallback"
+        return None, "missing"
+
+    def _compute(self, ks: int) -> Callable:
+        k = ks
+        while k:
+            key = DispatchKey(k.bit_length() - 1)
+            kernel, _ = self.resolve(key)
+            if kernel is FALLTHROUGH:
+                k &= ~(1 << key)
+                continue
+            if kernel is None:
+                raise self._missing(key)
+            fn = partial(kernel.fn, self, ks & ((1 << key) - 1)) if kernel.with_keyset \
+                else kernel.fn
+            self._cache[ks] = fn
+            return fn
+        raise DispatchError(
+            f"There were no tensor arguments to this function (e.g., you passed an empty list "
+            f"of Tensors), but no fallback function is registered for schema {self.qualname}."
+        )
+
+    def _missing(self, key: DispatchKey) -> DispatchError:
+        available = [k.name for k in BACKEND_KEYS if self.resolve(k)[0] is not None]
+        return DispatchError(
+            f"Could not run '{self.qualname}' with arguments from the '{key.name}' backend. "
+            f"This could be because the operator doesn't exist for this backend. "
+            f"'{self.qualname}' is only available for these backends: {available}."
+        )
+
+    def __repr__(self) -> str:
+        return f"{self.namespace}.{self.short_name}"
+
+
+def redispatch(op: Operator, ks: int, *args, **kwargs):
+    """Call ``op`` with key set ``ks`` (already masked below the caller's key)."""
+    return op.lookup(ks)(*args, **kwargs)
+
+
+def define(schema: str | OpSchema, tags=(), doc: str | None = None) -> Operator:
+    """Create and register an operator from its schema; RuntimeError if the name is taken."""
+    parsed = parse_schema(schema) if isinstance(schema, str) else schema
+    if parsed.qualname in _OPS:
+        raise RuntimeError(f"define: operator {parsed.qualname} was already defined")
+    op = Operator(parsed, tags, doc)
+    _OPS[parsed.qualname] = op
+    return op
+
+
+def get_op(qualname: str) -> Operator:
+    """The operator registered as ``ns::name.overload`` (``aten::`` and ``.default`` implied)."""
+    if "::" not in qualname:
+        qualname = "aten::" + qualname
+    op = _OPS.get(qualname) or _OPS.get(qualname.removesuffix(".default"))
+    if op is None:
+        candidates = [q for q in _OPS if q.split(".")[0] == qualname.split(".")[0]]
+        if len(candidates) >= 1:
+            return _OPS[candidates[0]]
+        raise KeyError(f"no operator named {qualname!r}")
+    return op
+
+
+def all_ops() -> list[Operator]:
+    """Every registered operator, in definition order."""
+    return list(_OPS.values())
+
+
+def overloads(namespace: str, name: str) -> list[Operator]:
+    """Every overload of ``namespace::name``, in definition order."""
+    return [op for op in _OPS.values() if op.namespace == namespace and op.name == name]
+
+
+def register_fallback(key, fn: Callable | Kernel, *, with_keyset: bool = False) -> None:
+    """Register a dispatcher-wide fallback for ``key`` (``FALLTHROUGH`` to skip the key)."""
+    key = parse_key(key)
+    keys = ALIAS_EXPANSION[key] if isinstance(key, AliasKey) else (key,)
+    for k in keys:
+        _FALLBACKS[k] = fn if isinstance(fn, Kernel) else Kernel(fn, with_keyset)
+    for op in _OPS.values():
+        op._cache.clear()
+
+
+def _python_key_fallback(op: Operator, ks_below: int, *args, **kwargs):
+    # NOTE [Python dispatch modes]
+    # The innermost mode handles the op with itself popped, so calling ``func`` again reaches
+    # the next mode out and finally the kernels. While a mode runs, every key above Python
+    # stays excluded: the mode sits below autograd, exactly as it was reached.
+    st = _state
+    mode = st.modes.pop()
+    saved_included, saved_keep = st.included, st.keep
+    if not st.modes:
+        st.included &= ~_PYTHON_BIT
+    st.keep &= ~ABOVE_PYTHON_MASK
+    try:
+        tensor_types = tuple({type(a) for a in args if isinstance(a, _Tensor)})
+        return mode.__ember_dispatch__(op, tensor_types, args, kwargs)
+    finally:
+        st.modes.append(mode)
+        st.included, st.keep = saved_included, saved_keep
+
+
+for _key in (K.BackendSelect, K.ADInplaceOrView, *AUTOGRAD_KEYS, K.AutocastCPU, K.AutocastCUDA):
+    _FALLBACKS[_key] = FALLTHROUGH
+_FALLBACKS[K.Python] = Kernel(_python_key_fallback, True, "python dispatch mode")

@@ -1,0 +1,100 @@
+"""Dispatch keys and key sets.
+
+NOTE [Key sets are ints]
+A dispatch key is a bit; a key set is an ``int`` bitmask. Bit position *is* priority: the
+highest set bit of a call's key set selects the kernel, so picking a kernel is
+``ks.bit_length() - 1``. The order is PyTorch's relative order (a subset of its keys):
+backends (CPU < CUDA < Meta) < BackendSelect < Python < ADInplaceOrView < Autograd<Backend>
+< Autocast<Backend>. Alias keys (``Autograd``, ``CompositeExplicitAutograd``,
+``CompositeImplicitAutograd``) exist only for registration and expand to runtime keys.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["DispatchKey", "AliasKey", "keyset", "key_names", "highest_key"]
+
+
+class DispatchKey(IntEnum):
+    """Runtime dispatch keys; the value is the bit position (higher = dispatched first)."""
+
+    CPU = 0
+    CUDA = 1
+    Meta = 2
+    BackendSelect = 3
+    Python = 4
+    ADInplaceOrView = 5
+    AutogradCPU = 6
+    AutogradCUDA = 7
+    AutogradMeta = 8
+    AutocastCPU = 9
+    AutocastCUDA = 10
+
+    @property
+    def bit(self) -> int:
+        return 1 << self.value
+
+
+class AliasKey(IntEnum):
+    """Registration-only keys that stand for several runtime keys."""
+
+    Autograd = 100
+    CompositeExplicitAutograd = 101
+    CompositeImplicitAutograd = 102
+
+
+def keyset(*keys: DispatchKey) -> int:
+    """The bitmask of ``keys``."""
+    ks = 0
+    for k in keys:
+        ks |= 1 << k
+    return ks
+
+
+K = DispatchKey
+BACKEND_KEYS = (K.CPU, K.CUDA, K.Meta)
+AUTOGRAD_KEYS = (K.AutogradCPU, K.AutogradCUDA, K.AutogradMeta)
+AUTOCAST_KEYS = (K.AutocastCPU, K.AutocastCUDA)
+BACKENDS_MASK = keyset(*BACKEND_KEYS)
+AUTOGRAD_MASK = keyset(*AUTOGRAD_KEYS)
+AUTOCAST_MASK = keyset(*AUTOCAST_KEYS)
+ALL_KEYS_MASK = (1 << (max(K) + 1)) - 1
+# Keys a Python dispatch mode sits below: while a mode handles an op, these stay excluded.
+ABOVE_PYTHON_MASK = ALL_KEYS_MASK & ~((1 << (K.Python + 1)) - 1)
+
+ALIAS_EXPANSION = {
+    AliasKey.Autograd: AUTOGRAD_KEYS,
+    AliasKey.CompositeExplicitAutograd: BACKEND_KEYS,
+    AliasKey.CompositeImplicitAutograd: BACKEND_KEYS + AUTOGRAD_KEYS,
+}
+
+# Key sets a tensor carries, by device type (autograd keys are always present, as in torch).
+TENSOR_KEYS = {
+    "cpu": keyset(K.CPU, K.ADInplaceOrView, K.AutogradCPU, K.AutocastCPU),
+    "cuda": keyset(K.CUDA, K.ADInplaceOrView, K.AutogradCUDA, K.AutocastCUDA),
+    "meta": keyset(K.Meta, K.ADInplaceOrView, K.AutogradMeta),
+}
+BACKEND_KEY_OF_DEVICE = {"cpu": K.CPU, "cuda": K.CUDA, "meta": K.Meta}
+
+
+def highest_key(ks: int) -> DispatchKey:
+    """The key that wins for key set ``ks`` (its highest bit)."""
+    return DispatchKey(ks.bit_length() - 1)
+
+
+def key_names(ks: int) -> list[str]:
+    """Names of the keys in ``ks``, highest priority first."""
+    return [k.name for k in sorted(DispatchKey, reverse=True) if ks >> k & 1]
+
+
+def parse_key(name) -> DispatchKey | AliasKey:
+    """A key from its name (``"CPU"``, ``"Autograd"``, ...) or the key itself."""
+    if isinstance(name, DispatchKey | AliasKey):
+        return name
+    if name in DispatchKey.__members__:
+        return DispatchKey[name]
+    if name in AliasKey.__members__:
+        return AliasKey[name]
+    raise ValueError(f"unknown dispatch key {name!r}; expected one of "
+                     f"{[*DispatchKey.__members__, *AliasKey.__members__]}")

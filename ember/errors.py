@@ -1,0 +1,23 @@
+"""Error classes of ember.
+
+Each subclasses the builtin a PyTorch user would catch, so ``except RuntimeError`` written for
+torch keeps working. Messages follow ``<op>: <what is wrong>; got <values>; expected <rule>``.
+"""
+
+from __future__ import annotations
+
+
+class EmberError(Exception):
+    """Base of ember's own errors (never raised directly)."""
+
+
+class OutOfMemoryError(RuntimeError, EmberError):
+    """An allocation failed because the device's capacity is exhausted (like torch's)."""
+
+
+class DispatchError(NotImplementedError, EmberError):
+    """No kernel can serve an operator for the dispatch keys of a call."""
+
+
+class SchemaError(ValueError, EmberError):
+    """An operator schema string could not be parsed."""

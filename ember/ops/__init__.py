@@ -1,0 +1,16 @@
+"""L6: every operator, declared once (schema, Meta rule, docstring), by family.
+
+Importing this package defines the built-in operators and binds them onto ``Tensor``.
+``ember.ops.<namespace>.<name>`` reaches any operator, built-in (``aten``) or user-defined
+through ``ember.library``.
+"""
+
+from ember.ops import copy, creation, indexing, pointwise, views  # noqa: F401
+from ember.ops.methods import bind_tensor_methods
+from ember.ops.namespaces import namespace_getattr
+
+bind_tensor_methods()
+
+
+def __getattr__(name: str):
+    return namespace_getattr(name)

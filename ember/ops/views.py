@@ -1,0 +1,540 @@
+"""View operators: O(1) new geometry over the same storage, never a copy.
+
+Each view op is declared with its *geometry rule* (tuples in, ``(shape, stride, offset)``
+out); a single composite kernel applies it on every backend, so CPU and Meta agree by
+construction. Ops that may copy (``reshape``, ``flatten``) and multi-view ops (``split``,
+``chunk``, ``unbind``) are composites of the primitive views.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember.core import dtype as dt
+from ember.core.layout import (
+    canonical_dim, expand_geometry, infer_size, normalize_shape, numel,
+    storage_extent, view_strides,
+)
+from ember.dispatch import AliasKey, Tag, define
+from ember.ops._define import TENSOR_METHODS, composite, tensor_method
+from ember.tensor import Tensor, make_view
+
+__all__ = [
+    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose", "swapaxes",
+    "swapdims", "t", "permute", "movedim", "moveaxis", "expand", "expand_as", "broadcast_to",
+    "narrow", "select", "slice", "squeeze", "unsqueeze", "diagonal", "unfold", "as_strided",
+    "split", "split_with_sizes", "tensor_split", "chunk", "unbind", "alias", "detach",
+    "hsplit", "vsplit", "dsplit", "adjoint", "view_as_dtype",
+]
+
+
+def view_operator(schema: str, *, method: str | bool = True, tags=()):
+    """Declare a primitive view op from its geometry rule ``(self, *args) -> (shape, stride, offset)``."""
+
+    def deco(geometry):
+        op = define(schema, (Tag.view, *tags), geometry.__doc__)
+        op.geometry = geometry
+        op.__module__ = __name__
+
+        def kernel(self, *args, **kwargs):
+            shape, stride, offset = geometry(self, *args, **kwargs)
+            return make_view(self, shape, stride, offset)
+
+        op.register(AliasKey.CompositeExplicitAutograd, kernel)
+        if method:
+            TENSOR_METHODS[op.name if method is True else method] = op
+        return op
+
+    return deco
+
+
+def _sizes(args) -> tuple[int, ...]:
+    return normalize_shape(args)
+
+
+# -- reshaping ---------------------------------------------------------------------------------
+@view_operator("view(Tensor(a) self, SymInt[] size) -> Tensor(a)")
+def view(self: Tensor, *shape):
+    """View ``self`` with a new shape (one ``-1`` inferred) without copying.
+
+    Raises:
+        RuntimeError: the strides cannot express the new shape ("Use .reshape(...) instead").
+    """
+    shape = infer_size(_sizes(shape), numel(self._shape))
+    stride = view_strides(self._shape, self._stride, shape)
+    if stride is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return shape, stride, self._offset
+
+
+def view_as_dtype(self: Tensor, dtype: dt.DType) -> Tensor:
+    """Reinterpret the bytes as ``dtype`` (``Tensor.view(dtype)``); the last dim rescales."""
+    old, new = self._dtype.itemsize, dtype.itemsize
+    shape, stride, offset = list(self._shape), list(self._stride), self._offset
+    if old == new:
+        return make_view(self, self._shape, self._stride, offset, dtype)
+    if not shape:
+        raise RuntimeError("self.dim() cannot be 0 to view "
+                           f"{self._dtype} as {dtype} (different element sizes)")
+    if stride[-1] != 1:
+        raise RuntimeError("self.stride(-1) must be 1 to view "
+                           f"{self._dtype} as {dtype} (different element sizes)")
+    if new > old:
+        ratio = new // old
+        if shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to view "
+                               f"{self._dtype} as {dtype} (different element sizes), but got "
+                               f"{shape[-1]}")
+        if offset % ratio or any(s % ratio for s in stride[:-1]):
+            raise RuntimeError(f"self.storage_offset() and strides must be divisible by {ratio} "
+                               f"to view {self._dtype} as {dtype} (different element sizes)")
+        shape[-1] //= ratio
+        stride = [s // ratio for s in stride[:-1]] + [1]
+        offset //= ratio
+    else:
+        ratio = old // new
+        shape[-1] *= ratio
+        stride = [s * ratio for s in stride[:-1]] + [1]
+        offset *= ratio
+    return make_view(self, tuple(shape), tuple(stride), offset, dtype)
+
+
+@tensor_method("view")
+def _tensor_view(self: Tensor, *shape):
+    if len(shape) == 1 and isinstance(shape[0], dt.DType):
+        return view_as_dtype(self, shape[0])
+    return view(self, *shape)
+
+
+@composite("view_as(Tensor(a) self, Tensor other) -> Tensor(a)")
+def view_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self.view(other.shape)``."""
+    return view(self, other._shape)
+
+
+@composite("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)")
+def reshape(self: Tensor, *shape) -> Tensor:
+    """A view with the new shape when strides allow it, otherwise a contiguous copy."""
+    shape = infer_size(_sizes(shape), numel(self._shape))
+    if view_strides(self._shape, self._stride, shape) is not None:
+        return view(self, shape)
+    return view(self.clone(memory_format=None).contiguous(), shape)
+
+
+@composite("reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)")
+def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self.reshape(other.shape)``."""
+    return reshape(self, other._shape)
+
+
+@composite("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)")
+def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims ``start_dim..end_dim`` into one (a view when possible; 0-d becomes 1-d)."""
+    nd = len(self._shape)
+    if nd == 0:
+        return reshape(self, (1,))
+    s, e = canonical_dim(start_dim, nd), canonical_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return self
+    shape = self._shape[:s] + (math.prod(self._shape[s:e + 1]),) + self._shape[e + 1:]
+    return reshape(self, shape)
+
+
+@composite("unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)")
+def unflatten(self: Tensor, dim: int, sizes) -> Tensor:
+    """Split ``dim`` into ``sizes`` (one ``-1`` allowed)."""
+    d = canonical_dim(dim, len(self._shape))
+    sizes = tuple(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    sizes = infer_size(sizes, self._shape[d]) if -1 in sizes else sizes
+    if math.prod(sizes) != self._shape[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({self._shape[d]}) in the input tensor")
+    return view(self, self._shape[:d] + sizes + self._shape[d + 1:])
+
+
+# -- permutations ------------------------------------------------------------------------------
+@view_operator("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")
+def transpose(self: Tensor, dim0: int, dim1: int):
+    """Swap two dims (strides swap with them)."""
+    nd = len(self._shape)
+    a, b = canonical_dim(dim0, nd), canonical_dim(dim1, nd)
+    shape, stride = list(self._shape), list(self._stride)
+    shape[a], shape[b] = shape[b], shape[a]
+    stride[a], stride[b] = stride[b], stride[a]
+    return tuple(shape), tuple(stride), self._offset
+
+
+swapaxes = swapdims = transpose
+TENSOR_METHODS["swapaxes"] = TENSOR_METHODS["swapdims"] = transpose
+
+
+@view_operator("t(Tensor(a) self) -> Tensor(a)")
+def t(self: Tensor):
+    """Transpose a matrix (0-d and 1-d tensors are returned as views of themselves)."""
+    nd = len(self._shape)
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return self._shape[::-1], self._stride[::-1], self._offset
+
+
+@view_operator("permute(Tensor(a) self, int[] dims) -> Tensor(a)")
+def permute(self: Tensor, *dims):
+    """Reorder dims: output dim i is input dim ``dims[i]``."""
+    dims = _sizes(dims)
+    nd = len(self._shape)
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {nd} is not equal to len(dims) = {len(dims)}"
+                           .replace("(sparse_coo)", ""))
+    dims = tuple(canonical_dim(d, nd) for d in dims)
+    if len(set(dims)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return (tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims),
+            self._offset)
+
+
+@composite("movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
+def movedim(self: Tensor, source, destination) -> Tensor:
+    """Move dims ``source`` to positions ``destination``; the others keep their order."""
+    nd = len(self._shape)
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(dst)} dims)")
+    src = [canonical_dim(d, nd) for d in src]
+    dst = [canonical_dim(d, nd) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError("movedim: repeated dim in `source` or `destination`")
+    order = [None] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(nd) if d not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return permute(self, order)
+
+
+moveaxis = movedim
+TENSOR_METHODS["moveaxis"] = movedim
+
+
+@tensor_method("T")
+def _T(self: Tensor) -> Tensor:
+    return permute(self, tuple(range(len(self._shape) - 1, -1, -1)))
+
+
+@tensor_method("mT")
+def _mT(self: Tensor) -> Tensor:
+    if len(self._shape) < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {len(self._shape)}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def adjoint(self: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims (``mT`` for real tensors)."""
+    return _mT(self)
+
+
+# -- broadcasting ------------------------------------------------------------------------------
+@view_operator("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)")
+def expand(self: Tensor, *sizes, implicit: bool = False):
+    """Broadcast size-1 dims to ``sizes`` with stride 0 (``-1`` keeps a size)."""
+    shape, stride = expand_geometry(self._shape, self._stride, _sizes(sizes))
+    return shape, stride, self._offset
+
+
+@composite("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)")
+def expand_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self.expand(other.shape)``."""
+    return expand(self, other._shape)
+
+
+@composite("broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)")
+def broadcast_to(self: Tensor, size) -> Tensor:
+    """``self.expand(size)``."""
+    return expand(self, tuple(size))
+
+
+# -- slicing -----------------------------------------------------------------------------------
+@view_operator("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)")
+def narrow(self: Tensor, dim: int, start: int, length: int):
+    """Elements ``start .. start+length`` of ``dim``."""
+    if not self._shape:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = canonical_dim(dim, len(self._shape))
+    size = self._shape[d]
+    start = int(start)
+    if start < 0:
+        start += size
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not (0 <= start <= size) or start + length > size:
+        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    shape = self._shape[:d] + (length,) + self._shape[d + 1:]
+    return shape, self._stride, self._offset + start * self._stride[d]
+
+
+@view_operator("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
+def select(self: Tensor, dim: int, index: int):
+    """Index ``dim`` at ``index``; the dim disappears."""
+    nd = len(self._shape)
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = canonical_dim(dim, nd)
+    size = self._shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
+    if index < 0:
+        index += size
+    return (self._shape[:d] + self._shape[d + 1:], self._stride[:d] + self._stride[d + 1:],
+            self._offset + index * self._stride[d])
+
+
+@view_operator("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, "
+               "SymInt step=1) -> Tensor(a)", method=False)
+def slice(self: Tensor, dim: int = 0, start=None, end=None, step: int = 1):
+    """``self[..., start:end:step, ...]`` on ``dim`` (positive steps only, bounds clamped)."""
+    d = canonical_dim(dim, len(self._shape))
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    size = self._shape[d]
+    start, end, _ = _clamp_slice(start, end, size)
+    length = max(0, (end - start + step - 1) // step)
+    shape = self._shape[:d] + (length,) + self._shape[d + 1:]
+    stride = self._stride[:d] + (self._stride[d] * step,) + self._stride[d + 1:]
+    return shape, stride, self._offset + start * self._stride[d]
+
+
+def _clamp_slice(start, end, size):
+    start = 0 if start is None else int(start)
+    end = size if end is None else int(end)
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    return start, end, size
+
+
+@view_operator("squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)")
+def squeeze(self: Tensor, dim=None):
+    """Drop size-1 dims (all of them, or those of ``dim`` that have size 1)."""
+    nd = len(self._shape)
+    if dim is None:
+        keep = [i for i in range(nd) if self._shape[i] != 1]
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        drop = {canonical_dim(d, nd) for d in dims}
+        keep = [i for i in range(nd) if i not in drop or self._shape[i] != 1]
+    return (tuple(self._shape[i] for i in keep), tuple(self._stride[i] for i in keep),
+            self._offset)
+
+
+@view_operator("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
+def unsqueeze(self: Tensor, dim: int):
+    """Insert a size-1 dim at ``dim``."""
+    nd = len(self._shape)
+    d = canonical_dim(dim, nd + 1)
+    inner = self._stride[d] * self._shape[d] if d < nd else 1
+    return (self._shape[:d] + (1,) + self._shape[d:], self._stride[:d] + (inner,) +
+            self._stride[d:], self._offset)
+
+
+@view_operator("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)")
+def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """The diagonal of dims ``dim1``/``dim2`` (shifted by ``offset``) as a new last dim."""
+    nd = len(self._shape)
+    a, b = canonical_dim(dim1, nd), canonical_dim(dim2, nd)
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    start = self._offset
+    if offset >= 0:
+        length = max(min(self._shape[a], self._shape[b] - offset), 0)
+        start += offset * self._stride[b] if length else 0
+    else:
+        length = max(min(self._shape[a] + offset, self._shape[b]), 0)
+        start -= offset * self._stride[a] if length else 0
+    rest = [i for i in range(nd) if i not in (a, b)]
+    shape = tuple(self._shape[i] for i in rest) + (length,)
+    stride = tuple(self._stride[i] for i in rest) + (self._stride[a] + self._stride[b],)
+    return shape, stride, start
+
+
+@view_operator("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")
+def unfold(self: Tensor, dimension: int, size: int, step: int):
+    """Windows of ``size`` every ``step`` along ``dimension``, as a new last dim."""
+    nd = len(self._shape)
+    d = canonical_dim(dimension, nd) if nd else 0
+    dim_size = self._shape[d] if nd else 1
+    if size > dim_size:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {dim_size} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if not nd:
+        return (size,), (1,), self._offset
+    count = (dim_size - size) // step + 1
+    shape = self._shape[:d] + (count,) + self._shape[d + 1:] + (size,)
+    stride = (self._stride[:d] + (self._stride[d] * step,) + self._stride[d + 1:] +
+              (self._stride[d],))
+    return shape, stride, self._offset
+
+
+@view_operator("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, "
+               "SymInt? storage_offset=None) -> Tensor(a)")
+def as_strided(self: Tensor, size, stride, storage_offset=None):
+    """A view with explicit geometry over the same storage (bounds-checked)."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise RuntimeError("as_strided: negative sizes or strides are not supported")
+    offset = self._offset if storage_offset is None else storage_offset
+    need = storage_extent(size, stride, offset) * self._dtype.itemsize
+    have = self._storage._nbytes
+    if need > have:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, "
+            f"and itemsize {self._dtype.itemsize} requiring a storage size of {need} are out "
+            f"of bounds for storage of size {have}")
+    return size, stride, offset
+
+
+@view_operator("alias(Tensor(a) self) -> Tensor(a)")
+def alias(self: Tensor):
+    """A view of the whole tensor."""
+    return self._shape, self._stride, self._offset
+
+
+# -- multi-view ops ----------------------------------------------------------------------------
+@composite("split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]")
+def split(self: Tensor, split_size_or_sections, dim: int = 0):
+    """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or given section sizes."""
+    if not isinstance(split_size_or_sections, int):
+        return split_with_sizes(self, split_size_or_sections, dim)
+    d = canonical_dim(dim, len(self._shape))
+    size, step = self._shape[d], split_size_or_sections
+    if step < 0 or (step == 0 and size != 0):
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                           f"dimension size of {size}")
+    if size == 0:
+        return (narrow(self, d, 0, 0),)
+    return tuple(narrow(self, d, s, min(step, size - s)) for s in range(0, size, step))
+
+
+@composite("split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]")
+def split_with_sizes(self: Tensor, split_sizes, dim: int = 0):
+    """Pieces of the given sizes along ``dim`` (they must sum to its size)."""
+    d = canonical_dim(dim, len(self._shape))
+    sizes = [int(s) for s in split_sizes]
+    if sum(sizes) != self._shape[d] or any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{self._shape[d]} (input tensor's size at dimension {dim}), but got "
+                           f"split_sizes={sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(self, d, start, s))
+        start += s
+    return tuple(out)
+
+
+@composite("tensor_split.sections(Tensor(a) self, SymInt sections, int dim=0) -> Tensor(a)[]")
+def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
+    """Split into ``n`` nearly equal parts, or at the given indices (``torch.tensor_split``)."""
+    d = canonical_dim(dim, len(self._shape))
+    size = self._shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        base, extra = divmod(size, n)
+        bounds, start = [], 0
+        for i in range(n):
+            start += base + (1 if i < extra else 0)
+            bounds.append(start)
+        bounds = bounds[:-1]
+    else:
+        bounds = [int(i) for i in indices_or_sections]
+    out, prev = [], 0
+    for b in [*bounds, size]:
+        lo, hi = min(max(prev, 0), size), min(max(b, 0), size)
+        out.append(narrow(self, d, lo, max(hi - lo, 0)))
+        prev = b if b > prev else prev
+    return tuple(out)
+
+
+@composite("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]")
+def chunk(self: Tensor, chunks: int, dim: int = 0):
+    """At most ``chunks`` pieces of size ``ceil(n / chunks)`` along ``dim``."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = canonical_dim(dim, len(self._shape))
+    size = self._shape[d]
+    step = max(-(-size // chunks), 1) if size else 0
+    if size == 0:
+        return split(self, 0, d) if chunks == 1 else tuple(narrow(self, d, 0, 0)
+                                                           for _ in range(chunks))
+    return split(self, step, d)
+
+
+@composite("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]")
+def unbind(self: Tensor, dim: int = 0):
+    """All slices along ``dim`` (the dim removed)."""
+    if not self._shape:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = canonical_dim(dim, len(self._shape))
+    return tuple(select(self, d, i) for i in range(self._shape[d]))
+
+
+def _split_along(self: Tensor, sections, dim: int, name: str, min_dim: int):
+    if len(self._shape) < min_dim:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, "
+                           f"but got a tensor with {len(self._shape)} dimensions!"
+                           .replace("torch.", ""))
+    if isinstance(sections, int) and self._shape[dim] % sections:
+        raise RuntimeError(f"{name} attempted to split along dimension {dim}, but the size of "
+                           f"the dimension {self._shape[dim]} is not divisible by the split_size "
+                           f"{sections}!")
+    return tensor_split(self, sections, dim)
+
+
+@tensor_method("hsplit")
+def hsplit(self: Tensor, sections):
+    """Split along dim 1 (dim 0 for 1-d tensors)."""
+    return _split_along(self, sections, 1 if len(self._shape) > 1 else 0, "hsplit", 1)
+
+
+@tensor_method("vsplit")
+def vsplit(self: Tensor, sections):
+    """Split along dim 0 of a tensor with at least 2 dims."""
+    return _split_along(self, sections, 0, "vsplit", 2)
+
+
+@tensor_method("dsplit")
+def dsplit(self: Tensor, sections):
+    """Split along dim 2 of a tensor with at least 3 dims."""
+    return _split_along(self, sections, 2, "dsplit", 3)
+
+
+# -- detach ------------------------------------------------------------------------------------
+@composite("detach(Tensor(a) self) -> Tensor(a)")
+def detach(self: Tensor) -> Tensor:
+    """A tensor sharing storage and version counter, outside autograd (not a view)."""
+    from ember.tensor import make_tensor
+    out = make_tensor(self._storage, self._shape, self._stride, self._offset, self._dtype,
+                      self._device, version=self._ver)
+    out._is_inference = self._is_inference
+    return out
+

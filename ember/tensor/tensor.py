@@ -1,0 +1,405 @@
+"""Tensor: metadata over a Storage.
+
+NOTE [Tensor anatomy]
+A tensor is ``(storage, shape, stride, offset, dtype, device)``: element ``[i0, ..., ik]``
+lives at ``offset + sum(i_d * stride_d)`` elements into the storage. Views share the storage
+and the *version counter* of their base; ``_base`` points at the root tensor that owns the
+storage (never at an intermediate view). ``_keys`` is the tensor's dispatch key set.
+``_meta_key`` caches (shape, stride, dtype, device, requires_grad) for guards; the few
+operations that change metadata in place call ``_set_meta`` so the cache stays true.
+
+This class knows no operators: ``Tensor.add`` and friends are attached by ``ember.ops``
+when ember is imported, and call the dispatcher.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core import dtype as dt
+from ember.core.device import CPU, META, Device
+from ember.core.layout import contiguous_strides, is_contiguous, numel, storage_extent
+from ember.dispatch import dispatcher as _dispatcher
+from ember.dispatch.keys import TENSOR_KEYS
+from ember.memory.storage import Storage
+
+__all__ = ["Tensor", "Size", "VersionCounter", "make_tensor", "empty_tensor", "make_view",
+           "from_numpy", "numpy_view"]
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints that prints like ``ember.Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+    def numel(self) -> int:
+        return numel(self)
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+
+class VersionCounter:
+    """A mutable int shared by a tensor and all its views; bumped by every in-place write."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int = 0):
+        self.value = value
+
+
+class Tensor:
+    """An n-dimensional array over shared storage, with PyTorch's API.
+
+    Create tensors with factories (``ember.tensor``, ``ember.zeros``, ...). ``Tensor(*sizes)``
+    and ``Tensor(data)`` work like torch's legacy constructor (float32).
+    """
+
+    __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device", "_keys",
+                 "_ver", "_base", "_requires_grad", "grad", "grad_fn", "_output_nr", "_arr",
+                 "_mkey", "_hooks", "_retains_grad", "_is_inference", "__dict__",
+                 "__weakref__")
+
+    def __new__(cls, *args, **kwargs):
+        if not args and not kwargs:
+            return _dispatcher.get_op("aten::empty")(0)
+        if len(args) == 1 and not isinstance(args[0], int):
+            return _dispatcher.get_op("aten::tensor")(args[0], dtype=dt.float32)
+        return _dispatcher.get_op("aten::empty")(*args, dtype=dt.float32)
+
+    # -- metadata ----------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._shape)
+
+    def size(self, dim: int | None = None):
+        """The shape as ``ember.Size``, or the size of one ``dim``."""
+        if dim is None:
+            return Size(self._shape)
+        return self._shape[_wrap(dim, len(self._shape))]
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements, or the stride of one ``dim``."""
+        if dim is None:
+            return self._stride
+        return self._stride[_wrap(dim, len(self._shape))]
+
+    def storage_offset(self) -> int:
+        """Offset of element 0 into the storage, in elements."""
+        return self._offset
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    ndimension = dim
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def numel(self) -> int:
+        return numel(self._shape)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return numel(self._shape) * self._dtype.itemsize
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def is_meta(self) -> bool:
+        return self._device is META
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._device is CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    def is_signed(self) -> bool:
+        return self._dtype.is_signed
+
+    def get_device(self) -> int:
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        """PyTorch's rule: size-1 dims may have any stride; empty tensors are contiguous."""
+        return is_contiguous(self._shape, self._stride)
+
+    def untyped_storage(self) -> Storage:
+        return self._storage
+
+    def data_ptr(self) -> int:
+        """Address of element 0 (storage pointer plus offset in bytes)."""
+        return self._storage._ptr + self._offset * self._dtype.itemsize
+
+    @property
+    def _version(self) -> int:
+        return self._ver.value
+
+    def _bump_version(self) -> None:
+        self._ver.value += 1
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    def is_inference(self) -> bool:
+        return self._is_inference
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` on a leaf; only floating tensors can require gradients."""
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        if self.grad_fn is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                               "you want to use a computed variable in a subgraph that doesn't "
+                               "require differentiation use var_no_grad = var.detach().")
+        self._requires_grad = bool(requires_grad)
+        self._mkey = None
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _meta_key(self) -> tuple:
+        key = self._mkey
+        if key is None:
+            key = self._mkey = (self._shape, self._stride, self._dtype, self._device,
+                                self._requires_grad)
+        return key
+
+    def _set_meta(self, shape, stride, offset) -> None:
+        """Change this tensor's geometry in place (``as_strided_``, ``set_``, ``squeeze_``)."""
+        self._shape, self._stride, self._offset = tuple(shape), tuple(stride), offset
+        self._arr = None
+        self._mkey = None
+
+    # -- data access --------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A NumPy array sharing this tensor's memory (the array keeps the storage alive)."""
+        if self._device is not CPU:
+            raise TypeError(f"can't convert {self._device.type} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return numpy_view(self)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = numpy_view(self)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if numel(self._shape) != 1:
+            raise RuntimeError(f"a Tensor with {numel(self._shape)} elements cannot be "
+                               "converted to Scalar")
+        value = numpy_view(self).reshape(()).item() if self._dtype is not dt.bfloat16 else \
+            float(numpy_view(self).reshape(()))
+        return value
+
+    def tolist(self):
+        """Nested Python lists of Python numbers (a scalar for a 0-d tensor)."""
+        arr = numpy_view(self)
+        if self._dtype is dt.bfloat16:
+            arr = arr.astype(np.float32)
+        return arr.tolist()
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if numel(self._shape) != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or numel(self._shape) != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        from ember.tensor.printing import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if not self._shape and self._device is not META:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        """A DLPack capsule sharing this tensor's memory (NumPy's exporter)."""
+        if self._requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use "
+                               "tensor.detach()")
+        return numpy_view(self).__dlpack__(**kwargs) if kwargs else numpy_view(self).__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+    def __reduce_ex__(self, protocol):
+        return (from_numpy, (np.array(numpy_view(self)),))
+
+    def __deepcopy__(self, memo):
+        out = self.clone()
+        memo[id(self)] = out
+        return out
+
+
+def _wrap(dim: int, ndim: int) -> int:
+    from ember.core.layout import canonical_dim
+    return canonical_dim(dim, ndim)
+
+
+_dispatcher.set_tensor_type(Tensor)
+_new = object.__new__
+
+
+def make_tensor(storage: Storage, shape: tuple, stride: tuple, offset: int, dtype: dt.DType,
+                device: Device, *, base: Tensor | None = None, version: VersionCounter = None,
+                cls: type = Tensor) -> Tensor:
+    """The fast internal constructor: no validation, no allocation."""
+    t = _new(cls)
+    t._storage = storage
+    t._shape = shape
+    t._stride = stride
+    t._offset = offset
+    t._dtype = dtype
+    t._device = device
+    t._keys = TENSOR_KEYS[device.type]
+    t._ver = version if version is not None else VersionCounter()
+    t._base = base
+    t._requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._output_nr = 0
+    t._arr = None
+    t._mkey = None
+    t._hooks = None
+    t._retains_grad = False
+    t._is_inference = False
+    return t
+
+
+def empty_tensor(shape: tuple, dtype: dt.DType, device: Device = CPU,
+                 stride: tuple | None = None) -> Tensor:
+    """A new tensor with fresh storage (contiguous unless ``stride`` is given)."""
+    if stride is None:
+        stride = contiguous_strides(shape)
+    nbytes = storage_extent(shape, stride, 0) * dtype.itemsize
+    return make_tensor(Storage(nbytes, device), shape, stride, 0, dtype, device)
+
+
+def make_view(src: Tensor, shape: tuple, stride: tuple, offset: int,
+              dtype: dt.DType | None = None) -> Tensor:
+    """A view of ``src``'s storage: shares the storage and the version counter."""
+    root = src._base if src._base is not None else src
+    out = make_tensor(src._storage, shape, stride, offset, dtype or src._dtype, src._device,
+                      base=root, version=src._ver)
+    out._is_inference = src._is_inference
+    return out
+
+
+def numpy_view(t: Tensor) -> np.ndarray:
+    """The NumPy array over ``t``'s memory (cached on the tensor; kernels use this)."""
+    arr = t._arr
+    if arr is None:
+        if t._device is META:
+            raise RuntimeError("Tensor on the meta device has no data; this operation needs data")
+        item = t._dtype.itemsize
+        if numel(t._shape) == 0:
+            arr = np.empty(t._shape, t._dtype.np)
+        else:
+            arr = np.ndarray(t._shape, t._dtype.np, buffer=t._storage._data,
+                             offset=t._offset * item, strides=[s * item for s in t._stride])
+        t._arr = arr
+    return arr
+
+
+def from_numpy(arr: np.ndarray) -> Tensor:
+    """A tensor sharing ``arr``'s memory (``torch.from_numpy``); writes show up on both sides.
+
+    Raises:
+        TypeError: the dtype has no ember equivalent.
+        ValueError: a stride is negative or not a multiple of the element size.
+    """
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    dtype = dt.from_numpy_dtype(arr.dtype)
+    item = dtype.itemsize
+    if any(s < 0 for s in arr.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array  with array.copy().) ")
+    if any(s % item for s in arr.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+    shape = tuple(arr.shape)
+    stride = tuple(s // item for s in arr.strides)
+    extent = storage_extent(shape, stride, 0) * item
+    if extent:
+        # A 1-d byte view over the whole extent whose base chain keeps ``arr`` alive.
+        flat = np.lib.stride_tricks.as_strided(arr, shape=(extent // item,), strides=(item,))
+        raw = flat.view(np.uint8)
+    else:
+        raw = np.empty(0, np.uint8)
+    storage = Storage.from_buffer(raw, owner=arr)
+    return make_tensor(storage, shape, stride, 0, dtype, CPU)
