@@ -1,6 +1,6 @@
 """ember: a PyTorch-compatible deep-learning framework core.
 
-This module only re-exports the torch-like namespace; see DESIGN.md for the layers.
+This module only re-exports the torch-like namespace; DESIGN.md describes the layers.
 """
 
 from ember import backends as _backends  # noqa: F401  (registers kernels)
@@ -15,11 +15,13 @@ from ember.core.dtype import bool_ as bool  # noqa: A001
 from ember.errors import OutOfMemoryError
 from ember.ops._promotion import result_type
 from ember.ops.copy import clone
-from ember.ops.creation import (
-    arange, as_tensor, empty, empty_like, empty_strided, full, full_like, ones, ones_like,
-    scalar_tensor, tensor, zeros, zeros_like,
-)
+from ember.ops.creation import *  # noqa: F403
+from ember.ops.linalg import *  # noqa: F403
 from ember.ops.pointwise import *  # noqa: F403
+from ember.ops.random import *  # noqa: F403
+from ember.ops.reduction import *  # noqa: F403
+from ember.ops.scatter_gather import *  # noqa: F403
+from ember.ops.shape import *  # noqa: F403
 from ember.ops.views import *  # noqa: F403
 from ember.tensor import Size, Tensor, from_numpy
 

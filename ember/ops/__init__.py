@@ -5,7 +5,9 @@ Importing this package defines the built-in operators and binds them onto ``Tens
 through ``ember.library``.
 """
 
-from ember.ops import copy, creation, indexing, pointwise, views  # noqa: F401
+from ember.ops import (  # noqa: F401
+    copy, creation, indexing, linalg, pointwise, random, reduction, scatter_gather, shape, views,
+)
 from ember.ops.methods import bind_tensor_methods
 from ember.ops.namespaces import namespace_getattr
 

@@ -13,7 +13,7 @@ from ember.ops._define import TENSOR_METHODS, Spec, Tag, operator
 from ember.ops._promotion import Promotion, promoted_dtype
 from ember.tensor import Tensor
 
-__all__ = ["UNARY", "BINARY", "INPLACE"]
+__all__: list[str] = []  # filled from the tables below
 
 P = Promotion
 

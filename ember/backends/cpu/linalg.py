@@ -1,0 +1,3 @@
+"""CPU kernels of the linalg family."""
+
+from __future__ import annotations

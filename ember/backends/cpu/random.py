@@ -1,0 +1,3 @@
+"""CPU kernels of the random family."""
+
+from __future__ import annotations

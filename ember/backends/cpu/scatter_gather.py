@@ -1,0 +1,3 @@
+"""CPU kernels of the scatter_gather family."""
+
+from __future__ import annotations
