@@ -24,6 +24,7 @@ from ember.ops.scatter_gather import *  # noqa: F403
 from ember.ops.shape import *  # noqa: F403
 from ember.ops.views import *  # noqa: F403
 from ember.tensor import Size, Tensor, from_numpy
+from ember.tensor.interop import from_dlpack
 
 _register_meta_kernels()
 
