@@ -16,7 +16,7 @@ from ember.memory.storage import Storage
 from ember.tensor import Tensor, empty_tensor, numpy_view
 
 __all__ = ["arr", "new_output", "resize_out", "write_result", "np_scalar_or_array",
-           "compute_dtype"]
+           "compute_dtype", "run_ufunc", "operand"]
 
 arr = numpy_view
 
@@ -74,3 +74,25 @@ def compute_dtype(d: dt.DType) -> np.dtype:
 
 
 _F32 = np.dtype(np.float32)
+
+
+def run_ufunc(ufunc, operands, out: Tensor, compute: np.dtype, **kw) -> Tensor:
+    """Apply ``ufunc`` to NumPy ``operands`` computing in ``compute``; land the result in ``out``.
+
+    Floating errors (overflow, invalid) are silent, as in torch: they produce inf/nan.
+    """
+    dst = numpy_view(out)
+    with np.errstate(all="ignore"):
+        if dst.dtype == compute:
+            ufunc(*operands, out=dst, dtype=compute, casting="unsafe", **kw)
+        else:
+            tmp = ufunc(*operands, dtype=compute, casting="unsafe", **kw)
+            np.copyto(dst, tmp, casting="unsafe")
+    return out
+
+
+def operand(x, compute: np.dtype):
+    """A NumPy operand: a tensor's strided view, or a Python scalar cast to ``compute``."""
+    if isinstance(x, Tensor):
+        return numpy_view(x)
+    return np.asarray(x).astype(compute, copy=False) if compute.kind != "b" else x

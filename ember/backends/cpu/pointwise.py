@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu._util import arr, compute_dtype, new_output
+from ember.backends.cpu._util import arr, compute_dtype, new_output, operand, run_ufunc
 from ember.ops import pointwise as pw
 from ember.ops._promotion import promoted_dtype
 from ember.tensor import Tensor
@@ -38,24 +38,6 @@ BINARY_UFUNCS = {
 }
 
 
-def _run(ufunc, operands, out: Tensor, compute: np.dtype, **kw) -> Tensor:
-    """Apply ``ufunc`` computing in ``compute`` and land the result in ``out``."""
-    dst = arr(out)
-    with np.errstate(all="ignore"):
-        if dst.dtype == compute:
-            ufunc(*operands, out=dst, dtype=compute, casting="unsafe", **kw)
-        else:
-            tmp = ufunc(*operands, dtype=compute, casting="unsafe", **kw)
-            np.copyto(dst, tmp, casting="unsafe")
-    return out
-
-
-def _operand(x, compute: np.dtype):
-    if isinstance(x, Tensor):
-        return arr(x)
-    return np.asarray(x).astype(compute, copy=False) if compute.kind != "b" else x
-
-
 def make_unary(name: str, ufunc):
     op = getattr(pw, name)
     kind = pw.UNARY[name][0]
@@ -63,13 +45,13 @@ def make_unary(name: str, ufunc):
     def kernel(self, *, out=None):
         comp, result = promoted_dtype(kind, self)
         o = new_output(self._shape, result, out, name)
-        return _run(ufunc, (arr(self),), o, compute_dtype(comp))
+        return run_ufunc(ufunc, (arr(self),), o, compute_dtype(comp))
 
     def kernel_(self):
         pw.INPLACE[name].meta_rule(self)
         comp, _ = promoted_dtype(kind, self)
         self._ver.value += 1
-        return _run(ufunc, (arr(self),), self, compute_dtype(comp))
+        return run_ufunc(ufunc, (arr(self),), self, compute_dtype(comp))
 
     op.register("CPU", kernel)
     pw.INPLACE[name].register("CPU", kernel_)
@@ -82,10 +64,10 @@ def make_binary(name: str, ufunc):
     def compute(input, other, alpha, out: Tensor) -> Tensor:
         comp, _ = promoted_dtype(kind, input, other)
         c = compute_dtype(comp)
-        b = _operand(other, c)
+        b = operand(other, c)
         if alpha != 1:
             b = np.multiply(b, alpha, dtype=c)
-        return _run(ufunc, (arr(input), b), out, c)
+        return run_ufunc(ufunc, (arr(input), b), out, c)
 
     def kernel(input, other, *, alpha=1, out=None):
         spec = op.meta_rule(input, other)
