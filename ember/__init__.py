@@ -8,8 +8,22 @@ from ember import ops as ops
 from ember.backends.meta import register_meta_kernels as _register_meta_kernels
 from ember.core.device import Device, device
 from ember.core.dtype import (
-    DType, bfloat16, can_cast, finfo, float16, float32, float64, get_default_dtype, iinfo,
-    int8, int16, int32, int64, promote_types, set_default_dtype, uint8,
+    DType,
+    bfloat16,
+    can_cast,
+    finfo,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
 )
 from ember.core.dtype import bool_ as bool  # noqa: A001
 from ember.errors import OutOfMemoryError

@@ -171,7 +171,7 @@ def result_type_of(dim_dtypes, zero_dim_dtypes, scalar_dtypes) -> DType:
 
 
 class finfo:
-    """Machine limits of a floating dtype (``torch.finfo``): bits, eps, max, min, tiny, resolution."""
+    """Machine limits of a floating dtype (``torch.finfo``): bits, eps, max, min, tiny."""
 
     def __init__(self, type: DType | None = None):
         type = type or _default_dtype

@@ -24,6 +24,20 @@ def numel(shape: Sequence[int]) -> int:
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     """Row-major strides: ``stride[-1] = 1``, ``stride[d] = stride[d+1] * max(size[d+1], 1)``."""
+    try:
+        return _STRIDE_CACHE[shape]
+    except (KeyError, TypeError):
+        pass
+    strides = _compute_contiguous_strides(shape)
+    if len(_STRIDE_CACHE) < 4096 and isinstance(shape, tuple):
+        _STRIDE_CACHE[shape] = strides
+    return strides
+
+
+_STRIDE_CACHE: dict[tuple, tuple] = {}
+
+
+def _compute_contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     strides = []
     acc = 1
     for size in reversed(shape):
@@ -152,6 +166,8 @@ def view_strides(
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The broadcast of several shapes (NumPy/PyTorch rules); RuntimeError when incompatible."""
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return tuple(shapes[0])
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:

@@ -1,8 +1,17 @@
 """L3: dispatch keys, schemas, the dispatcher, Python dispatch modes and the library API."""
 
 from ember.dispatch.dispatcher import (
-    FALLTHROUGH, ExcludeKeys, IncludeKeys, Kernel, Operator, Tag, all_ops, define, get_op,
-    redispatch, register_fallback,
+    FALLTHROUGH,
+    ExcludeKeys,
+    IncludeKeys,
+    Kernel,
+    Operator,
+    Tag,
+    all_ops,
+    define,
+    get_op,
+    redispatch,
+    register_fallback,
 )
 from ember.dispatch.keys import AliasKey, DispatchKey
 from ember.dispatch.modes import DispatchMode

@@ -24,8 +24,16 @@ from enum import Enum
 from functools import partial
 
 from ember.dispatch.keys import (
-    ABOVE_PYTHON_MASK, ALIAS_EXPANSION, ALL_KEYS_MASK, AUTOCAST_MASK, AUTOGRAD_KEYS,
-    BACKEND_KEYS, AliasKey, DispatchKey, keyset, parse_key,
+    ABOVE_PYTHON_MASK,
+    ALIAS_EXPANSION,
+    ALL_KEYS_MASK,
+    AUTOCAST_MASK,
+    AUTOGRAD_KEYS,
+    BACKEND_KEYS,
+    AliasKey,
+    DispatchKey,
+    keyset,
+    parse_key,
 )
 from ember.dispatch.schema import OpSchema, parse_schema
 from ember.errors import DispatchError
@@ -120,7 +128,7 @@ class IncludeKeys:
 
 
 class ExcludeKeys:
-    """Context manager adding keys to the thread-local excluded set (``ExcludeDispatchKeyGuard``)."""
+    """Context manager adding keys to the thread-local excluded set (an exclude guard)."""
 
     def __init__(self, ks: int):
         self.ks = ks

@@ -23,6 +23,10 @@ def result_type(*args) -> dt.DType:
     Dimensioned tensors outrank 0-d tensors, which outrank Python scalars; a lower-ranked
     operand only matters when it is of a higher category (bool < int < float), as in torch.
     """
+    if len(args) == 2:
+        a, b = args
+        if a.__class__ is b.__class__ is Tensor and a._dtype is b._dtype:
+            return a._dtype
     dims, zeros, scalars = [], [], []
     for a in args:
         if isinstance(a, Tensor):
@@ -45,6 +49,8 @@ class Promotion(Enum):
 def promoted_dtype(kind: Promotion, *args) -> tuple[dt.DType, dt.DType]:
     """(computation dtype, result dtype) for ``args`` under ``kind``."""
     common = result_type(*args)
+    if kind is Promotion.DEFAULT:
+        return common, common
     if kind is Promotion.INT_TO_FLOAT and not common.is_floating_point:
         common = dt.get_default_dtype()
     if kind is Promotion.ALWAYS_BOOL:

@@ -12,8 +12,13 @@ import math
 
 from ember.core import dtype as dt
 from ember.core.layout import (
-    canonical_dim, expand_geometry, infer_size, normalize_shape, numel,
-    storage_extent, view_strides,
+    canonical_dim,
+    expand_geometry,
+    infer_size,
+    normalize_shape,
+    numel,
+    storage_extent,
+    view_strides,
 )
 from ember.dispatch import AliasKey, Tag, define
 from ember.ops._define import TENSOR_METHODS, composite, tensor_method
@@ -29,7 +34,7 @@ __all__ = [
 
 
 def view_operator(schema: str, *, method: str | bool = True, tags=()):
-    """Declare a primitive view op from its geometry rule ``(self, *args) -> (shape, stride, offset)``."""
+    """Declare a view op from its geometry rule: ``(self, *args) -> (shape, stride, offset)``."""
 
     def deco(geometry):
         op = define(schema, (Tag.view, *tags), geometry.__doc__)
@@ -396,7 +401,7 @@ def as_strided(self: Tensor, size, stride, storage_offset=None):
     """A view with explicit geometry over the same storage (bounds-checked)."""
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError("mismatch in length of strides and shape")
     if any(s < 0 for s in size) or any(s < 0 for s in stride):
         raise RuntimeError("as_strided: negative sizes or strides are not supported")
     offset = self._offset if storage_offset is None else storage_offset

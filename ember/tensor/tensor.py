@@ -161,7 +161,7 @@ class Tensor:
 
     def data_ptr(self) -> int:
         """Address of element 0 (storage pointer plus offset in bytes)."""
-        return self._storage._ptr + self._offset * self._dtype.itemsize
+        return self._storage.data_ptr() + self._offset * self._dtype.itemsize
 
     @property
     def _version(self) -> int:
@@ -258,7 +258,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if numel(self._shape) != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -343,6 +343,13 @@ def empty_tensor(shape: tuple, dtype: dt.DType, device: Device = CPU,
                  stride: tuple | None = None) -> Tensor:
     """A new tensor with fresh storage (contiguous unless ``stride`` is given)."""
     if stride is None:
+        if device is CPU:
+            # Hot path: the storage holds the tensor's own typed array, ready for kernels.
+            buf = np.empty(shape, dtype.np)
+            t = make_tensor(Storage.wrap(buf), shape, contiguous_strides(shape), 0, dtype,
+                            CPU)
+            t._arr = buf
+            return t
         stride = contiguous_strides(shape)
     nbytes = storage_extent(shape, stride, 0) * dtype.itemsize
     return make_tensor(Storage(nbytes, device), shape, stride, 0, dtype, device)
@@ -368,7 +375,7 @@ def numpy_view(t: Tensor) -> np.ndarray:
         if numel(t._shape) == 0:
             arr = np.empty(t._shape, t._dtype.np)
         else:
-            arr = np.ndarray(t._shape, t._dtype.np, buffer=t._storage._data,
+            arr = np.ndarray(t._shape, t._dtype.np, buffer=t._storage._buf,
                              offset=t._offset * item, strides=[s * item for s in t._stride])
         t._arr = arr
     return arr
@@ -401,5 +408,5 @@ def from_numpy(arr: np.ndarray) -> Tensor:
         raw = flat.view(np.uint8)
     else:
         raw = np.empty(0, np.uint8)
-    storage = Storage.from_buffer(raw, owner=arr)
+    storage = Storage.wrap(raw, owner=arr)
     return make_tensor(storage, shape, stride, 0, dtype, CPU)

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import ember
-from tests.ops import opdb
 from tests.opinfo import OpInfo, assert_same, assert_view_geometry, to_meta, to_torch
+from tests.ops import opdb
 
 
 def _collect() -> list[OpInfo]:
