@@ -1,57 +1,242 @@
-"""``repr`` of tensors in PyTorch's format: ``tensor([1., 2.], dtype=ember.float64)``."""
+"""``repr`` of tensors in PyTorch's format: ``tensor([1., 2.], dtype=ember.float64)``.
+
+Works on a NumPy copy-free view of the tensor's data and knows no operators. The layout rules
+(one width for every element, int/fixed/scientific mode chosen over the finite non-zero values,
+summarisation with ``...`` beyond ``threshold`` elements, wrapping at ``linewidth``, suffixes)
+reproduce ``torch._tensor_str`` behaviour so that ember's output reads like PyTorch's.
+
+NOTE [Printing modes]
+One formatter serves the whole tensor (computed over the summarised data only). Floating values
+print in *scientific mode* (``1.0000e+10``) when, over the finite non-zero magnitudes, max/min
+exceeds 1000, the max exceeds 1e8 or the min is below 1e-4 (``sci_mode`` overrides); otherwise
+in *int mode* (``1.``) when every finite non-zero value is integral, else in *fixed mode*
+(``0.1000``). Every element is right-aligned to the widest one. A tensor with no finite
+non-zero value prints in int mode whatever ``sci_mode`` says.
+"""
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ember.core import dtype as dt
 
-__all__ = ["tensor_repr"]
-
-_IMPLICIT = {"float32", "int64", "bool"}
+__all__ = ["tensor_repr", "set_printoptions", "get_printoptions"]
 
 
-def _format_values(t) -> str:
+@dataclass
+class _PrintOptions:
+    precision: int = 4
+    threshold: float = 1000
+    edgeitems: int = 3
+    linewidth: int = 80
+    sci_mode: bool | None = None
+
+
+_OPTS = _PrintOptions()
+_PROFILES = {
+    "default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
+    "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
+    "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80),
+}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None,
+                     edgeitems: int | None = None, linewidth: int | None = None,
+                     profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """Set how tensors print (``torch.set_printoptions``).
+
+    Args:
+        precision: digits after the decimal point (default 4).
+        threshold: element count above which the output is summarised (default 1000).
+        edgeitems: items shown at each end of a summarised dim (default 3).
+        linewidth: characters per line before wrapping (default 80).
+        profile: ``"default"``, ``"short"`` or ``"full"``; applied before the other arguments.
+        sci_mode: force scientific notation on (True) or off (False); None chooses per tensor.
+    """
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: unknown profile {profile!r}; expected one of "
+                             f"{sorted(_PROFILES)}")
+        for key, value in _PROFILES[profile].items():
+            setattr(_OPTS, key, value)
+    for key, value in (("precision", precision), ("threshold", threshold),
+                       ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if value is not None:
+            setattr(_OPTS, key, value)
+    _OPTS.sci_mode = sci_mode
+
+
+def get_printoptions() -> dict:
+    """The current print options as a dict (``torch._tensor_str.get_printoptions``)."""
+    return dict(vars(_OPTS))
+
+
+class _Formatter:
+    """One width and one mode for all elements of a tensor (NOTE [Printing modes])."""
+
+    def __init__(self, values: np.ndarray):
+        self.floating = values.dtype.kind == "f"
+        self.int_mode = True
+        self.sci_mode = False
+        self.width = 1
+        flat = values.reshape(-1)
+        if not self.floating:
+            for v in flat.tolist():
+                self.width = max(self.width, len(str(v)))
+        else:
+            self._scan_floats(flat)
+
+    def _scan_floats(self, flat: np.ndarray) -> None:
+        vals = flat[np.isfinite(flat) & (flat != 0)]
+        if vals.size == 0:  # nothing finite and non-zero: int mode, width 1, never scientific
+            return
+        mags = np.abs(vals.astype(np.float64))
+        lo, hi = float(mags.min()), float(mags.max())
+        self.int_mode = bool(np.all(vals == np.ceil(vals)))
+        self.sci_mode = _OPTS.sci_mode
+        if self.sci_mode is None:
+            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+        p = _OPTS.precision
+        if self.sci_mode:
+            strs, extra = [f"{v:.{p}e}" for v in vals.tolist()], 0
+        elif self.int_mode:
+            strs, extra = [f"{v:.0f}" for v in vals.tolist()], 1
+        else:
+            strs, extra = [f"{v:.{p}f}" for v in vals.tolist()], 0
+        self.width = max(self.width, max(len(s) for s in strs) + extra)
+
+    def format(self, value) -> str:
+        if not self.floating:
+            s = str(value)
+        elif self.sci_mode:
+            s = f"{value:{self.width}.{_OPTS.precision}e}"
+        elif self.int_mode:
+            s = f"{value:.0f}"
+            if math.isfinite(value):
+                s += "."
+        else:
+            s = f"{value:.{_OPTS.precision}f}"
+        return " " * (self.width - len(s)) + s
+
+
+def _summarized(a: np.ndarray) -> np.ndarray:
+    """The elements that a summarised print shows (edge items of every dim)."""
+    e = _OPTS.edgeitems
+    if a.ndim == 0:
+        return a
+    if not e:
+        return a.reshape(-1)[:0]
+    if a.shape[0] > 2 * e:
+        a = np.concatenate((a[:e], a[-e:]))
+    if a.ndim == 1:
+        return a
+    return np.stack([_summarized(row) for row in a])
+
+
+def _vector_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+    per_line = max(1, int((_OPTS.linewidth - indent) // (fmt.width + 2)))
+    e = _OPTS.edgeitems
+    if summarize and not e:
+        data = ["..."]
+    elif summarize and a.shape[0] > 2 * e:
+        data = ([fmt.format(v) for v in a[:e].tolist()] + [" ..."]
+                + [fmt.format(v) for v in a[-e:].tolist()])
+    else:
+        data = [fmt.format(v) for v in a.tolist()]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _nd_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+    if a.ndim == 0:
+        return fmt.format(a.item())
+    if a.ndim == 1:
+        return _vector_str(a, indent, summarize, fmt)
+    e = _OPTS.edgeitems
+    n = a.shape[0]
+    if summarize and n > 2 * e:
+        rows = ([_nd_str(a[i], indent + 1, summarize, fmt) for i in range(e)] + ["..."]
+                + [_nd_str(a[i], indent + 1, summarize, fmt) for i in range(n - e, n)])
+    else:
+        rows = [_nd_str(a[i], indent + 1, summarize, fmt) for i in range(n)]
+    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
+
+
+def _values(t) -> np.ndarray:
     from ember.tensor.tensor import numpy_view
     a = numpy_view(t)
     if t._dtype is dt.bfloat16 or t._dtype is dt.float16:
         a = a.astype(np.float32)
-    if t._dtype.is_floating_point:
-        finite = a[np.isfinite(a)]
-        if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
-            fmt = lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)  # noqa: E731
+    return a
+
+
+def _data_str(t, indent: int) -> str:
+    a = _values(t)
+    summarize = a.size > _OPTS.threshold
+    fmt = _Formatter(_summarized(a) if summarize else a)
+    return _nd_str(a, indent, summarize, fmt)
+
+
+def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+    parts = [text]
+    # PyTorch measures the last line as ``len - rfind("\n") + 1``; the same rule wraps alike.
+    last = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > _OPTS.linewidth:
+            parts.append(",\n" + " " * indent + suffix)
+            last = indent + len(suffix)
         else:
-            nz = np.abs(finite[finite != 0]) if finite.size else finite
-            sci = nz.size and (nz.max() / nz.min() > 1000 or nz.max() > 1e8 or nz.min() < 1e-4)
-            fmt = (lambda v: f"{v:.4e}") if sci else (lambda v: f"{v:.4f}")  # noqa: E731
-        formatter = {"float_kind": lambda v: fmt(v).replace("nan", "nan")}
-    else:
-        formatter = None
-    body = np.array2string(a, separator=", ", formatter=formatter, prefix="tensor(",
-                           threshold=1000, edgeitems=3, max_line_width=80)
-    return body.replace("False", "False").replace("True", "True")
+            parts.append(", " + suffix)
+            last += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
+
+
+def _prefix(t) -> str:
+    from ember.tensor.tensor import Tensor
+    cls = type(t)
+    plain = cls is Tensor or cls.__name__ == "Parameter"
+    return "tensor(" if plain else f"{cls.__name__}("
+
+
+def _body_and_suffixes(t, indent: int) -> tuple[str, list[str]]:
+    suffixes = []
+    default = dt.get_default_dtype()
+    if t._device.type != "cpu":
+        suffixes.append(f"device='{t._device}'")
+    if t._device.type == "meta":
+        suffixes.append(f"size={tuple(t._shape)}")
+        if t._dtype is not default:
+            suffixes.append(f"dtype={t._dtype!r}")
+        return "...", suffixes
+    if t.numel() == 0:
+        if len(t._shape) != 1:
+            suffixes.append(f"size={tuple(t._shape)}")
+        if t._dtype is not default:
+            suffixes.append(f"dtype={t._dtype!r}")
+        return "[]", suffixes
+    if not _OPTS.edgeitems:
+        suffixes.append(f"size={tuple(t._shape)}")
+    if t._dtype not in (default, dt.int64, dt.bool_):
+        suffixes.append(f"dtype={t._dtype!r}")
+    return _data_str(t, indent), suffixes
 
 
 def tensor_repr(t) -> str:
-    """PyTorch-style repr of tensor ``t``."""
-    suffix = []
-    if t._device.type == "meta":
-        body = "..."
-        suffix.append(f"device='meta', size={tuple(t._shape)}")
-    elif t.numel() == 0:
-        body = "[]"
-        if len(t._shape) != 1:
-            suffix.append(f"size={tuple(t._shape)}")
-    else:
-        body = _format_values(t)
-    if t._device.type != "meta" and t._dtype.name not in _IMPLICIT:
-        suffix.append(f"dtype={t._dtype!r}")
-    elif t._device.type != "meta" and t.numel() == 0 and t._dtype is not dt.float32:
-        suffix.append(f"dtype={t._dtype!r}")
-    elif t._device.type == "meta" and t._dtype is not dt.get_default_dtype():
-        suffix.append(f"dtype={t._dtype!r}")
+    """PyTorch-style repr of tensor ``t``.
+
+    Example:
+        >>> import ember
+        >>> ember.tensor([0.1, -2.5])
+        tensor([ 0.1000, -2.5000])
+    """
+    prefix = _prefix(t)
+    body, suffixes = _body_and_suffixes(t, len(prefix))
     if t.grad_fn is not None:
-        suffix.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
+        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
     elif t._requires_grad:
-        suffix.append("requires_grad=True")
-    return "tensor(" + ", ".join([body, *suffix]) + ")"
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(prefix + body, suffixes, len(prefix))
