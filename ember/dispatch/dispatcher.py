@@ -84,6 +84,7 @@ class _DispatchState(threading.local):
         self.included = keyset(K.BackendSelect)
         self.keep = ALL_KEYS_MASK & ~AUTOCAST_MASK  # complement of the excluded set
         self.modes: list = []
+        self.inference = False  # inside inference_mode: new tensors are inference tensors
 
 
 _state = _DispatchState()
@@ -170,15 +171,15 @@ class Operator:
         T = _Tensor
         for a in args:
             if isinstance(a, T):
-                ks |= a._keys
+                ks |= a._ver.keys
             elif self._scan_lists and (a.__class__ is list or a.__class__ is tuple):
                 for t in a:
                     if isinstance(t, T):
-                        ks |= t._keys
+                        ks |= t._ver.keys
         if kwargs:
             for a in kwargs.values():
                 if isinstance(a, T):
-                    ks |= a._keys
+                    ks |= a._ver.keys
         st = _state
         ks = (ks | st.included) & st.keep
         fn = self._cache.get(ks)

@@ -69,12 +69,20 @@ ALIAS_EXPANSION = {
     AliasKey.CompositeImplicitAutograd: BACKEND_KEYS + AUTOGRAD_KEYS,
 }
 
-# Key sets a tensor carries, by device type (autograd keys are always present, as in torch).
+# NOTE [Autograd keys are earned]
+# A fresh tensor carries its backend key and ADInplaceOrView. The Autograd<Backend> key joins
+# its key set (which lives on the version counter shared with its views, so a view sees it
+# too) once the tensor requires grad or gets a grad_fn. Calls on tensors that never touch
+# autograd therefore skip the autograd kernel altogether; the kernel itself still checks
+# ``requires_grad`` exactly, so an extra key (e.g. on a ``detach()`` that shares the counter)
+# only costs time, never correctness.
 TENSOR_KEYS = {
-    "cpu": keyset(K.CPU, K.ADInplaceOrView, K.AutogradCPU, K.AutocastCPU),
-    "cuda": keyset(K.CUDA, K.ADInplaceOrView, K.AutogradCUDA, K.AutocastCUDA),
-    "meta": keyset(K.Meta, K.ADInplaceOrView, K.AutogradMeta),
+    "cpu": keyset(K.CPU, K.ADInplaceOrView),
+    "cuda": keyset(K.CUDA, K.ADInplaceOrView),
+    "meta": keyset(K.Meta, K.ADInplaceOrView),
 }
+INFERENCE_TENSOR_KEYS = {"cpu": keyset(K.CPU), "cuda": keyset(K.CUDA), "meta": keyset(K.Meta)}
+AUTOGRAD_KEY_OF_DEVICE = {"cpu": K.AutogradCPU, "cuda": K.AutogradCUDA, "meta": K.AutogradMeta}
 BACKEND_KEY_OF_DEVICE = {"cpu": K.CPU, "cuda": K.CUDA, "meta": K.Meta}
 
 

@@ -4,7 +4,8 @@ NOTE [Tensor anatomy]
 A tensor is ``(storage, shape, stride, offset, dtype, device)``: element ``[i0, ..., ik]``
 lives at ``offset + sum(i_d * stride_d)`` elements into the storage. Views share the storage
 and the *version counter* of their base; ``_base`` points at the root tensor that owns the
-storage (never at an intermediate view). ``_keys`` is the tensor's dispatch key set.
+storage (never at an intermediate view). ``_keys``, the dispatch key set, lives on the version
+counter, shared with the views.
 ``_meta_key`` caches (shape, stride, dtype, device, requires_grad) for guards; the few
 operations that change metadata in place call ``_set_meta`` so the cache stays true.
 
@@ -20,7 +21,7 @@ from ember.core import dtype as dt
 from ember.core.device import CPU, META, Device
 from ember.core.layout import contiguous_strides, is_contiguous, numel, storage_extent
 from ember.dispatch import dispatcher as _dispatcher
-from ember.dispatch.keys import TENSOR_KEYS
+from ember.dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, INFERENCE_TENSOR_KEYS, TENSOR_KEYS
 from ember.memory.storage import Storage
 
 __all__ = ["Tensor", "Size", "VersionCounter", "make_tensor", "empty_tensor", "make_view",
@@ -47,12 +48,17 @@ class Size(tuple):
 
 
 class VersionCounter:
-    """A mutable int shared by a tensor and all its views; bumped by every in-place write."""
+    """State shared by a tensor and all its views: the version and the dispatch key set.
 
-    __slots__ = ("value",)
+    ``value`` is bumped by every in-place write. ``keys`` is the dispatch key set of every
+    tensor sharing this counter (see NOTE [Autograd keys are earned] in ember/dispatch/keys.py).
+    """
 
-    def __init__(self, value: int = 0):
+    __slots__ = ("value", "keys")
+
+    def __init__(self, value: int = 0, keys: int = 0):
         self.value = value
+        self.keys = keys
 
 
 class Tensor:
@@ -62,10 +68,10 @@ class Tensor:
     and ``Tensor(data)`` work like torch's legacy constructor (float32).
     """
 
-    __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device", "_keys",
+    __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device",
                  "_ver", "_base", "_requires_grad", "grad", "grad_fn", "_output_nr", "_arr",
-                 "_mkey", "_hooks", "_retains_grad", "_is_inference", "__dict__",
-                 "__weakref__")
+                 "_mkey", "_hooks", "_retains_grad", "_is_inference", "_accum", "_post_hooks",
+                 "_creation_meta", "__dict__", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
         if not args and not kwargs:
@@ -165,7 +171,14 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if self._is_inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._ver.value
+
+    @property
+    def _keys(self) -> int:
+        """This tensor's dispatch key set (shared with its views)."""
+        return self._ver.keys
 
     def _bump_version(self) -> None:
         self._ver.value += 1
@@ -178,7 +191,7 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        return self._requires_grad or self.grad_fn is not None
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -189,11 +202,16 @@ class Tensor:
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
+        if requires_grad and self._is_inference and not _dispatcher.dispatch_state().inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         if self.grad_fn is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
         self._requires_grad = bool(requires_grad)
+        if requires_grad:
+            self._ver.keys |= 1 << AUTOGRAD_KEY_OF_DEVICE[self._device.type]
         self._mkey = None
         return self
 
@@ -324,8 +342,13 @@ def make_tensor(storage: Storage, shape: tuple, stride: tuple, offset: int, dtyp
     t._offset = offset
     t._dtype = dtype
     t._device = device
-    t._keys = TENSOR_KEYS[device.type]
-    t._ver = version if version is not None else VersionCounter()
+    if _dispatcher._state.inference:
+        t._is_inference = True
+        t._ver = version if version is not None else \
+            VersionCounter(0, INFERENCE_TENSOR_KEYS[device.type])
+    else:
+        t._is_inference = False
+        t._ver = version if version is not None else VersionCounter(0, TENSOR_KEYS[device.type])
     t._base = base
     t._requires_grad = False
     t.grad = None
@@ -335,7 +358,9 @@ def make_tensor(storage: Storage, shape: tuple, stride: tuple, offset: int, dtyp
     t._mkey = None
     t._hooks = None
     t._retains_grad = False
-    t._is_inference = False
+    t._accum = None
+    t._post_hooks = None
+    t._creation_meta = 0
     return t
 
 
