@@ -1,0 +1,49 @@
+"""``ember.linalg``: the ``torch.linalg`` namespace (re-exports only; ops live in ember.ops).
+
+``vector_norm`` and ``matrix_norm`` belong to the reduction family and are looked up lazily
+on first access, so this module imports nothing beyond ``ember.ops.linalg`` and cannot form
+an import cycle with ``ember/__init__.py``.
+"""
+
+from __future__ import annotations
+
+from ember.ops.linalg import LinAlgError, matmul
+from ember.ops.linalg import linalg_cholesky as cholesky
+from ember.ops.linalg import linalg_det as det
+from ember.ops.linalg import linalg_eigh as eigh
+from ember.ops.linalg import linalg_eigvalsh as eigvalsh
+from ember.ops.linalg import linalg_inv as inv
+from ember.ops.linalg import linalg_matrix_power as matrix_power
+from ember.ops.linalg import linalg_matrix_rank as matrix_rank
+from ember.ops.linalg import linalg_pinv as pinv
+from ember.ops.linalg import linalg_qr as qr
+from ember.ops.linalg import linalg_slogdet as slogdet
+from ember.ops.linalg import linalg_solve as solve
+from ember.ops.linalg import linalg_svd as svd
+from ember.ops.linalg import linalg_svdvals as svdvals
+
+# vector_norm and matrix_norm are left out of __all__: a star-import must not depend on them.
+__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul",
+           "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals"]
+
+# name here -> name in ember.ops.reduction (defined by the reduction family)
+_LAZY = {"vector_norm": "linalg_vector_norm", "matrix_norm": "linalg_matrix_norm"}
+
+
+def __getattr__(name: str):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'ember.linalg' has no attribute '{name}'")
+    from ember.ops import reduction
+
+    try:
+        fn = getattr(reduction, target)
+    except AttributeError:
+        raise AttributeError(f"ember.linalg.{name} is not available: ember.ops.reduction "
+                             f"defines no {target}") from None
+    globals()[name] = fn
+    return fn
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
