@@ -21,7 +21,8 @@ from ember.tensor import Tensor
 
 __all__ = ["empty", "empty_strided", "zeros", "ones", "full", "tensor", "as_tensor",
            "empty_like", "zeros_like", "ones_like", "full_like", "arange", "scalar_tensor",
-           "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "data_shape_dtype"]
+           "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "data_shape_dtype",
+           "linspace", "logspace", "eye", "tril_indices", "triu_indices"]
 
 _FACTORY_KW = ", ScalarType? dtype=None, Layout? layout=None, Device? device=None, " \
               "bool? pin_memory=None, bool requires_grad=False"
@@ -127,39 +128,62 @@ def data_shape_dtype(data, dtype) -> tuple[tuple[int, ...], dt.DType, np.ndarray
 
 
 def _python_data(data):
-    leaves = []
-
-    def walk(x, depth):
-        if isinstance(x, Tensor):
-            leaves.append(x._dtype)
-            return x.tolist()
-        if isinstance(x, list | tuple):
-            return [walk(v, depth + 1) for v in x]
-        if isinstance(x, bool | int | float | np.generic):
-            leaves.append(dt.scalar_dtype(x) if not isinstance(x, np.generic)
-                          else dt.from_numpy_dtype(np.asarray(x).dtype))
-            return x
-        raise TypeError(f"Could not infer dtype of {type(x).__name__}")
-
-    nested = walk(data, 0)
-    inferred = None
-    for d in leaves:
-        inferred = d if inferred is None else _widen(inferred, d)
-    inferred = inferred or dt.get_default_dtype()
+    leaves: list[dt.DType] = []
+    nested = _walk(data, leaves, 0)
+    inferred = dt.get_default_dtype() if not leaves else leaves[0]
+    for d in leaves[1:]:
+        inferred = dt.promote_types(inferred, d)
     try:
         array = np.array(nested, dtype=np.float64 if inferred.is_floating_point else None)
     except ValueError as e:
-        raise ValueError(f"expected sequence of equal-length lists: {e}") from None
+        raise ValueError(f"tensor: expected a rectangular nested sequence; {e}") from None
+    except OverflowError:
+        raise ValueError("tensor: Overflow when unpacking long long; an integer does not fit in "
+                         "int64") from None
+    if array.dtype == np.uint64 or (array.dtype == object and _has_big_int(nested)):
+        raise ValueError("tensor: Overflow when unpacking long long; an integer does not fit in "
+                         "int64")
     if array.dtype == object:
-        raise ValueError("expected a rectangular nested sequence of numbers")
+        raise ValueError("tensor: expected a rectangular nested sequence of numbers")
     return array, inferred
 
 
-def _widen(a: dt.DType, b: dt.DType) -> dt.DType:
-    if a.is_floating_point or b.is_floating_point:
-        return a if a.is_floating_point and (not b.is_floating_point or a.itemsize >= b.itemsize) \
-            else b if b.is_floating_point else a
-    return dt.promote_types(a, b)
+def _walk(x, leaves: list, depth: int):
+    """Nested Python data -> nested lists of numbers; records each leaf's dtype in ``leaves``.
+
+    Like torch: Python floats are the default dtype, ints int64, bools bool; NumPy scalars and
+    arrays and one-element tensors keep their dtype; the result dtype promotes over all leaves.
+    """
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            raise TypeError(f"tensor: only one-element tensors can be converted to a Python "
+                            f"number inside a nested sequence; got shape {list(x.shape)} at "
+                            f"dim {depth}\nhint: use ember.stack for a sequence of tensors")
+        leaves.append(x._dtype)
+        return x.reshape(()).item()
+    if isinstance(x, np.ndarray):
+        leaves.append(dt.from_numpy_dtype(x.dtype))
+        return x.tolist()
+    if isinstance(x, list | tuple):
+        items = [_walk(v, leaves, depth + 1) for v in x]
+        seq = [isinstance(v, list) for v in items]
+        if any(seq) and not all(seq):
+            raise TypeError(f"tensor: a nested sequence mixes numbers and sequences at dim "
+                            f"{depth + 1}; got {type(x[seq.index(False)]).__name__}")
+        return items
+    if isinstance(x, np.generic):
+        leaves.append(dt.from_numpy_dtype(np.asarray(x).dtype))
+        return x.item()
+    if isinstance(x, bool | int | float):
+        leaves.append(dt.scalar_dtype(x))
+        return x
+    raise TypeError(f"tensor: could not infer dtype of {type(x).__name__}")
+
+
+def _has_big_int(nested) -> bool:
+    if isinstance(nested, list):
+        return any(_has_big_int(v) for v in nested)
+    return isinstance(nested, int) and not -(1 << 63) <= nested < 1 << 63
 
 
 @factory("tensor(Any data, *" + _FACTORY_KW + ") -> Tensor")
@@ -167,7 +191,14 @@ def tensor(data, *, dtype=None, layout=None, device=None, pin_memory=None,
            requires_grad=False):
     """A new tensor holding a copy of ``data`` (nested lists, scalars, NumPy arrays, tensors).
 
-    Python floats become the default dtype, ints ``int64``, bools ``bool``.
+    Python floats become the default dtype, ints ``int64``, bools ``bool``; NumPy scalars,
+    arrays and one-element tensors inside lists keep their dtype, and the result dtype promotes
+    over all of them (``[1, 2.5, True]`` is float32). ``tensor([])`` is float32 of shape (0,).
+
+    Raises:
+        TypeError: data that is not numbers (or a list mixing numbers and lists).
+        ValueError: ragged lists; integers beyond int64.
+        RuntimeError: ``requires_grad=True`` with a non-floating dtype.
 
     Example:
         >>> import ember
@@ -175,7 +206,15 @@ def tensor(data, *, dtype=None, layout=None, device=None, pin_memory=None,
         ember.int64
     """
     shape, dtype, _ = data_shape_dtype(data, dtype)
+    check_requires_grad(dtype, requires_grad)
     return Spec(shape, dtype)
+
+
+def check_requires_grad(dtype: dt.DType, requires_grad: bool) -> None:
+    """RuntimeError (torch's) for ``requires_grad=True`` on a non-floating dtype."""
+    if requires_grad and not dtype.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
 
 
 @composite("as_tensor(Any data, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
@@ -296,3 +335,139 @@ def new_tensor(self: Tensor, data, *, dtype=None, device=None, requires_grad=Fal
     """A copy of ``data`` with ``self``'s dtype and device by default."""
     return tensor(data, **_like_kwargs(self, dtype, device, requires_grad))
 
+
+
+# -- ranges, identity, triangle indices -------------------------------------------------------
+def _range_scalar(op: str, name: str, v):
+    if isinstance(v, Tensor):
+        if v.ndim:
+            raise RuntimeError(f"{op} only supports 0-dimensional start and end tensors, but got "
+                               f"{name} with {v.ndim} dimension(s).")
+        return v.item()
+    return v
+
+
+def _range_spec(op: str, start, end, steps, dtype, out) -> Spec:
+    _range_scalar(op, "start", start)
+    _range_scalar(op, "end", end)
+    if steps < 0:
+        raise RuntimeError(f"{op}: number of steps must be non-negative; got {steps}")
+    dtype = dtype or (out._dtype if out is not None else dt.get_default_dtype())
+    if dtype is dt.bool_:
+        raise NotImplementedError(f"{op}: not implemented for 'Bool'")
+    return Spec((steps,), dtype)
+
+
+@factory("linspace(Scalar start, Scalar end, int steps, *" + _FACTORY_KW +
+         ", Tensor(a!)? out=None) -> Tensor")
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
+             pin_memory=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (default dtype).
+
+    Computed like torch: the first half counts up from ``start``, the second half down from
+    ``end``, so both ends are exact; integer dtypes truncate each value toward zero.
+
+    Shape: ``(steps,)``.
+
+    Raises:
+        RuntimeError: negative ``steps``; ``start``/``end`` tensors that are not 0-d.
+
+    Example:
+        >>> import ember
+        >>> ember.linspace(0, 1, 5).tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    return _range_spec("linspace", start, end, steps, dtype, out)
+
+
+linspace.scalar = _range_scalar
+
+
+@factory("logspace(Scalar start, Scalar end, int steps, float base=10.0, *" + _FACTORY_KW +
+         ", Tensor(a!)? out=None) -> Tensor")
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             pin_memory=None, requires_grad=False):
+    """``base ** linspace(start, end, steps)`` (torch's two-ended exponents).
+
+    Shape: ``(steps,)``.
+
+    Example:
+        >>> import ember
+        >>> ember.logspace(0, 2, 3).tolist()
+        [1.0, 10.0, 100.0]
+    """
+    return _range_spec("logspace", start, end, steps, dtype, out)
+
+
+@factory("eye.m(SymInt n, SymInt? m=None, *" + _FACTORY_KW + ", Tensor(a!)? out=None) -> Tensor")
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory=None,
+        requires_grad=False):
+    """A 2-d tensor with ones on the diagonal and zeros elsewhere (``m`` columns, default ``n``).
+
+    Shape: ``(n, m)``.
+
+    Example:
+        >>> import ember
+        >>> ember.eye(2).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    m = n if m is None else m
+    if n < 0:
+        raise RuntimeError(f"eye: n must be greater or equal to 0, got {n}")
+    if m < 0:
+        raise RuntimeError(f"eye: m must be greater or equal to 0, got {m}")
+    return Spec((n, m), dtype or (out._dtype if out is not None else dt.get_default_dtype()))
+
+
+def _tri_count(row: int, col: int, offset: int) -> int:
+    """Number of ``(i, j)`` with ``i < row``, ``j < col`` and ``j - i <= offset``."""
+    if row == 0 or col == 0:
+        return 0
+    per_row = np.clip(np.arange(row, dtype=np.int64) + offset + 1, 0, col)
+    return int(per_row.sum())
+
+
+def _tri_spec(op: str, row, col, offset, dtype, upper: bool) -> Spec:
+    if row < 0:
+        raise RuntimeError(f"{op}: row must be non-negative, got {row}")
+    if col < 0:
+        raise RuntimeError(f"{op}: col must be non-negative, got {col}")
+    dtype = dtype or dt.int64
+    if dtype.category != dt.INTEGRAL:
+        raise NotImplementedError(f"{op}: not implemented for {dtype}; expected an integer dtype")
+    count = row * col - _tri_count(row, col, offset - 1) if upper else \
+        _tri_count(row, col, offset)
+    return Spec((2, count), dtype)
+
+
+@factory("tril_indices(int row, int col, int offset=0, *" +
+         _FACTORY_KW.replace("dtype=None", "dtype=long") + ") -> Tensor")
+def tril_indices(row, col, offset=0, *, dtype=None, layout=None, device=None, pin_memory=None,
+                 requires_grad=False):
+    """Row and column indices of the lower triangle of a ``row x col`` matrix.
+
+    ``offset`` moves the diagonal (positive: above the main one). Indices are in row-major
+    order; int64 unless ``dtype``.
+
+    Shape: ``(2, count)``.
+
+    Example:
+        >>> import ember
+        >>> ember.tril_indices(2, 2).tolist()
+        [[0, 1, 1], [0, 0, 1]]
+    """
+    return _tri_spec("tril_indices", row, col, offset, dtype, False)
+
+
+@factory("triu_indices(int row, int col, int offset=0, *" +
+         _FACTORY_KW.replace("dtype=None", "dtype=long") + ") -> Tensor")
+def triu_indices(row, col, offset=0, *, dtype=None, layout=None, device=None, pin_memory=None,
+                 requires_grad=False):
+    """Row and column indices of the upper triangle of a ``row x col`` matrix (``(2, count)``).
+
+    Example:
+        >>> import ember
+        >>> ember.triu_indices(2, 2).tolist()
+        [[0, 0, 1], [0, 1, 1]]
+    """
+    return _tri_spec("triu_indices", row, col, offset, dtype, True)

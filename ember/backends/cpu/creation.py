@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu._util import arr, new_output
+from ember.backends.cpu._util import arr, compute_dtype, new_output
+from ember.core import dtype as dt
 from ember.ops import creation as cr
 from ember.tensor import Tensor, empty_tensor
 
@@ -56,6 +57,7 @@ _filled(cr.scalar_tensor, lambda s, **k: s.item() if isinstance(s, Tensor) else 
 def _tensor(data, *, dtype=None, layout=None, device=None, pin_memory=None,
             requires_grad=False):
     shape, dtype, array = cr.data_shape_dtype(data, dtype)
+    cr.check_requires_grad(dtype, requires_grad)
     t = empty_tensor(shape, dtype)
     if array is None:  # data is a Tensor
         array = arr(data)
@@ -76,3 +78,75 @@ def _arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, devic
                                      else np.int64)
         np.copyto(arr(t), values, casting="unsafe")
     return _finish(t, requires_grad)
+
+
+def _two_ended(start, end, steps: int, dtype: dt.DType):
+    """torch's linspace values: ``start + i*step`` for the first half, ``end - ...`` after.
+
+    Integer dtypes convert the bounds first and step in float64, then truncate (torch's
+    ``step_t = double`` for integral types); floats compute in their opmath dtype.
+    """
+    if dtype.is_floating_point:
+        c = compute_dtype(dtype).type
+        lo, hi = c(start), c(end)
+    else:
+        c = np.float64
+        lo, hi = c(int(start)), c(int(end))
+    idx = np.arange(steps, dtype=c)
+    if steps == 1:
+        return np.full(1, lo, c)
+    step = (hi - lo) / c(steps - 1)
+    with np.errstate(all="ignore"):
+        return np.where(idx < steps // 2, lo + step * idx, hi - step * (c(steps - 1) - idx))
+
+
+def _range_kernel(op, values):
+    def kernel(start, end, steps, *args, out=None, dtype=None, layout=None, device=None,
+               pin_memory=None, requires_grad=False, **extra):
+        spec = op.meta_rule(start, end, steps, *args, out=out, dtype=dtype, **extra)
+        s, e = cr.linspace.scalar(op.name, "start", start), cr.linspace.scalar(op.name, "end", end)
+        t = new_output(spec.shape, spec.dtype, out)
+        if steps:
+            np.copyto(arr(t), values(s, e, steps, spec.dtype, *args, **extra),
+                      casting="unsafe")
+        return _finish(t, requires_grad)
+
+    op.register("CPU", kernel)
+
+
+def _logspace_values(start, end, steps, dtype, base=10.0):
+    with np.errstate(all="ignore"):
+        return np.power(np.float64(base), _two_ended(start, end, steps, dtype).astype(np.float64))
+
+
+_range_kernel(cr.linspace, _two_ended)
+_range_kernel(cr.logspace, _logspace_values)
+
+
+@cr.eye.impl("CPU")
+def _eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory=None,
+         requires_grad=False):
+    spec = cr.eye.meta_rule(n, m, out=out, dtype=dtype)
+    t = new_output(spec.shape, spec.dtype, out)
+    if t.numel():
+        a = arr(t)
+        a.fill(0)
+        k = np.arange(min(spec.shape))
+        a[k, k] = 1
+    return _finish(t, requires_grad)
+
+
+def _tri_kernel(op, indices):
+    def kernel(row, col, offset=0, *, dtype=None, layout=None, device=None, pin_memory=None,
+               requires_grad=False):
+        spec = op.meta_rule(row, col, offset, dtype=dtype)
+        t = empty_tensor(spec.shape, spec.dtype)
+        if t.numel():
+            np.copyto(arr(t), np.stack(indices(row, offset, col)), casting="unsafe")
+        return _finish(t, requires_grad)
+
+    op.register("CPU", kernel)
+
+
+_tri_kernel(cr.tril_indices, np.tril_indices)
+_tri_kernel(cr.triu_indices, np.triu_indices)
