@@ -8,9 +8,13 @@ through ``index`` or scatters through ``index_put_``.
 
 from __future__ import annotations
 
+from ember.core import dtype as dt
 from ember.ops._define import tensor_method
-from ember.ops.copy import copy_, fill_
-from ember.ops.views import alias, select, unsqueeze
+from ember.ops.copy import copy_, fill_, to
+from ember.ops.creation import empty, full, tensor, zeros
+from ember.ops.scatter_gather import index as index_op
+from ember.ops.scatter_gather import index_put_, strip_leading_ones
+from ember.ops.views import alias, reshape, select, unsqueeze
 from ember.ops.views import slice as slice_op
 from ember.tensor import Tensor
 
@@ -57,11 +61,45 @@ def basic_view(self: Tensor, index: tuple) -> Tensor:
     return alias(result) if result is self else result
 
 
+_SEQ_ITEMS = (Tensor, list, tuple, slice, type(None), type(Ellipsis))
+_SKIP = object()  # a dim covered by the mask in an earlier slot
+
+
+def _as_tuple(index) -> tuple:
+    """PyTorch's ``treatSequenceAsTuple``: a short list holding sequences, tensors, slices,
+    ``None`` or ``...`` is a tuple of indices (legacy NumPy); any other list is one index."""
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and len(index) < 32 and any(
+            isinstance(i, _SEQ_ITEMS) for i in index):
+        return tuple(index)
+    return (index,)
+
+
+def _convert(self: Tensor, i):
+    """One index entry in canonical form: int, slice, None, ..., bool, or an index Tensor."""
+    if isinstance(i, bool | int | slice) or i is None or i is Ellipsis:
+        return i
+    if isinstance(i, Tensor):
+        if i.dim() == 0 and i._dtype is dt.bool_ and i._device.type != "meta":
+            return bool(i.item())
+        if i.dim() == 0 and i._dtype in _INT_DTYPES and i._device.type != "meta":
+            return int(i.item())  # a 0-d integer tensor selects, like an int (a view)
+        return i
+    if isinstance(i, list | tuple):
+        t = tensor(list(i)) if i else empty(0, dtype=dt.int64)
+        return t.long() if t._dtype.is_floating_point else t
+    if hasattr(i, "__index__"):
+        return int(i)
+    raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                     f"Variables are valid indices (got {type(i).__name__})")
+
+
+_INT_DTYPES = (dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8)
+
+
 def _normalize(self: Tensor, index) -> tuple:
-    if not isinstance(index, tuple):
-        index = (index,)
-    index = tuple(int(i) if hasattr(i, "__index__") and not isinstance(i, Tensor | bool | int)
-                  else i for i in index)
+    index = tuple(_convert(self, i) for i in _as_tuple(index))
     return _expand_ellipsis(self, index)
 
 
@@ -76,21 +114,73 @@ def getitem(self: Tensor, index) -> Tensor:
 
 @tensor_method("__setitem__")
 def setitem(self: Tensor, index, value) -> None:
-    """``self[index] = value``: writes into ``self``'s storage and bumps its version."""
+    """``self[index] = value``: writes into ``self``'s storage and bumps its version once.
+
+    ``value`` is a number or a tensor broadcastable to the indexed shape (leading size-1 dims
+    are ignored; a tensor of another dtype is cast to ``self``'s).
+    """
     index = _normalize(self, index)
     if all(_is_basic(i) for i in index):
         target = basic_view(self, index)
         if isinstance(value, Tensor):
-            copy_(target, value)
+            copy_(target, _trim(value, target.dim()))
         else:
-            fill_(target, value)
+            fill_(target, _check_value(self, value))
         return
     _advanced_setitem(self, index, value)
 
 
+def _trim(value: Tensor, ndim: int) -> Tensor:
+    """Drop leading size-1 dims of ``value`` beyond ``ndim`` (PyTorch's ``slicePrefix1sSize``)."""
+    if value.dim() <= ndim:
+        return value
+    shape = strip_leading_ones(value._shape)
+    return reshape(value, shape) if len(shape) < value.dim() else value
+
+
+def _check_value(self: Tensor, value):
+    if isinstance(value, bool | int | float) or hasattr(value, "__float__"):
+        return value
+    raise TypeError(f"can't assign a {type(value).__name__} to a Tensor of dtype {self._dtype}")
+
+
+def _split(self: Tensor, index: tuple) -> tuple[Tensor, list]:
+    """Apply the basic part of ``index`` as views; return the view and ``index``'s list.
+
+    Ints select and slices narrow (views); ``None`` and Python bools add a dim; a bool adds an
+    index too (``[0]`` for True, ``[]`` for False), as PyTorch does. Each remaining dim of the
+    view gets a slot: ``None`` or its index tensor (a k-dim mask covers k slots).
+    """
+    result, slots = self, []
+    for idx in index:
+        dim = len(slots)
+        if isinstance(idx, bool):
+            result = unsqueeze(result, dim)
+            slots.append(zeros(1, dtype=dt.int64, device=self._device) if idx else
+                         empty(0, dtype=dt.int64, device=self._device))
+        elif isinstance(idx, Tensor):
+            k = idx.dim() if idx._dtype in (dt.bool_, dt.uint8) else 1
+            slots += [idx] + [_SKIP] * (k - 1)
+        elif idx is None:
+            result = unsqueeze(result, dim)
+            slots.append(None)
+        elif isinstance(idx, int):
+            result = select(result, dim, idx)
+        else:
+            result = basic_view(result, (slice(None),) * dim + (idx,))
+            slots.append(None)
+    return result, [s for s in slots if s is not _SKIP]
+
+
 def _advanced_getitem(self: Tensor, index: tuple) -> Tensor:
-    raise NotImplementedError("advanced indexing is not available yet")
+    view, indices = _split(self, index)
+    return index_op(view, indices)
 
 
 def _advanced_setitem(self: Tensor, index: tuple, value) -> None:
-    raise NotImplementedError("advanced indexing is not available yet")
+    view, indices = _split(self, index)
+    if isinstance(value, Tensor):
+        values = value if value._dtype is self._dtype else to(value, self._dtype)
+    else:
+        values = full((), _check_value(self, value), dtype=self._dtype, device=self._device)
+    index_put_(view, indices, values)
