@@ -3,8 +3,18 @@
 This module only re-exports the torch-like namespace; DESIGN.md describes the layers.
 """
 
+from ember import autograd as autograd
 from ember import backends as _backends  # noqa: F401  (registers kernels)
 from ember import ops as ops
+from ember.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ember.autograd.kernel import install_autograd_fallback as _install_autograd_fallback
 from ember.backends.meta import register_meta_kernels as _register_meta_kernels
 from ember.core.device import Device, device
 from ember.core.dtype import (
@@ -41,6 +51,7 @@ from ember.tensor import Size, Tensor, from_numpy
 from ember.tensor.interop import from_dlpack
 
 _register_meta_kernels()
+_install_autograd_fallback()
 
 dtype = DType
 float = float32  # noqa: A001

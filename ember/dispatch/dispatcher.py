@@ -81,7 +81,7 @@ FALLTHROUGH = Kernel(lambda *a, **k: None, source="fallthrough")
 
 class _DispatchState(threading.local):
     def __init__(self):
-        self.included = keyset(K.BackendSelect)
+        self.included = keyset(K.BackendSelect, K.ADInplaceOrView)
         self.keep = ALL_KEYS_MASK & ~AUTOCAST_MASK  # complement of the excluded set
         self.modes: list = []
         self.inference = False  # inside inference_mode: new tensors are inference tensors

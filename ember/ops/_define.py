@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from ember.autograd.kernel import register_derivative
 from ember.core import dtype as dt
 from ember.dispatch import AliasKey, Operator, Tag, define
 from ember.tensor import Tensor
 
-__all__ = ["Spec", "operator", "composite", "tensor_method", "TENSOR_METHODS", "Tag"]
+__all__ = ["Spec", "operator", "composite", "derivative", "tensor_method", "TENSOR_METHODS",
+           "Tag"]
 
 
 class Spec(NamedTuple):
@@ -69,6 +71,20 @@ def composite(schema: str, *, method: str | bool = True, tags=()) -> Callable:
         if method:
             TENSOR_METHODS[op.name if method is True else method] = op
         return op
+
+    return deco
+
+
+def derivative(op: Operator, *, save=(), signature: Callable | None = None):
+    """Declare ``op``'s derivative rule (see NOTE [Recording an op] in ember/autograd/kernel.py).
+
+    The decorated ``rule(ctx, *grads)`` returns one gradient per tensor input; ``save`` names
+    the tensor arguments (or ``"result"``) it reads.
+    """
+
+    def deco(rule: Callable) -> Callable:
+        register_derivative(op, rule, save=save, signature=signature)
+        return rule
 
     return deco
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ember.core import dtype as dt
 from ember.core.device import as_device
 from ember.core.layout import broadcast_shapes, is_non_overlapping_and_dense
-from ember.ops._define import Spec, Tag, composite, operator, tensor_method
+from ember.ops._define import Spec, Tag, composite, derivative, operator, tensor_method
 from ember.ops.pointwise import check_writable
 from ember.tensor import Tensor
 
@@ -29,6 +29,12 @@ def copy_(self: Tensor, src, non_blocking: bool = False):
     return Spec(self._shape, self._dtype)
 
 
+@derivative(copy_)
+def _copy_backward(ctx, grad):
+    # self's old values are overwritten: no gradient flows to them.
+    return None, grad
+
+
 @operator("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
           (Tag.inplace, Tag.pointwise))
 def fill_(self: Tensor, value):
@@ -38,6 +44,13 @@ def fill_(self: Tensor, value):
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{value.dim()} dimensions.")
     return Spec(self._shape, self._dtype)
+
+
+@derivative(fill_)
+def _fill_backward(ctx, grad):
+    if len(ctx.needs_input_grad) == 2:  # value was a 0-d tensor
+        return None, grad.sum()
+    return None
 
 
 @composite("zero_(Tensor(a!) self) -> Tensor(a!)", tags=(Tag.inplace,))

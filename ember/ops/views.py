@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ember.core import dtype as dt
 from ember.core.layout import (
     canonical_dim,
@@ -21,7 +23,7 @@ from ember.core.layout import (
     view_strides,
 )
 from ember.dispatch import AliasKey, Tag, define
-from ember.ops._define import TENSOR_METHODS, composite, tensor_method
+from ember.ops._define import TENSOR_METHODS, composite, derivative, tensor_method
 from ember.tensor import Tensor, make_view
 
 __all__ = [
@@ -72,6 +74,11 @@ def view(self: Tensor, *shape):
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return shape, stride, self._offset
+
+
+@derivative(view)
+def _view_backward(ctx, grad):
+    return grad.reshape(ctx.shape_of("self"))
 
 
 def view_as_dtype(self: Tensor, dtype: dt.DType) -> Tensor:
@@ -175,6 +182,11 @@ def transpose(self: Tensor, dim0: int, dim1: int):
     return tuple(shape), tuple(stride), self._offset
 
 
+@derivative(transpose)
+def _transpose_backward(ctx, grad):
+    return grad.transpose(ctx.dim0, ctx.dim1)
+
+
 swapaxes = swapdims = transpose
 TENSOR_METHODS["swapaxes"] = TENSOR_METHODS["swapdims"] = transpose
 
@@ -186,6 +198,11 @@ def t(self: Tensor):
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
     return self._shape[::-1], self._stride[::-1], self._offset
+
+
+@derivative(t)
+def _t_backward(ctx, grad):
+    return grad.t()
 
 
 @view_operator("permute(Tensor(a) self, int[] dims) -> Tensor(a)")
@@ -203,6 +220,16 @@ def permute(self: Tensor, *dims):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     return (tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims),
             self._offset)
+
+
+@derivative(permute)
+def _permute_backward(ctx, grad):
+    dims = _sizes(ctx.dims)
+    nd = len(dims)
+    inverse = [0] * nd
+    for i, d in enumerate(dims):
+        inverse[canonical_dim(d, nd)] = i
+    return grad.permute(inverse)
 
 
 @composite("movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
@@ -257,6 +284,11 @@ def expand(self: Tensor, *sizes, implicit: bool = False):
     return shape, stride, self._offset
 
 
+@derivative(expand)
+def _expand_backward(ctx, grad):
+    return sum_to_shape(grad, ctx.shape_of("self"))
+
+
 @composite("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)")
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
     """``self.expand(other.shape)``."""
@@ -288,6 +320,11 @@ def narrow(self: Tensor, dim: int, start: int, length: int):
     return shape, self._stride, self._offset + start * self._stride[d]
 
 
+@derivative(narrow)
+def _narrow_backward(ctx, grad):
+    return embed(grad, ctx, lambda z: narrow(z, ctx.dim, ctx.start, ctx.length))
+
+
 @view_operator("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
 def select(self: Tensor, dim: int, index: int):
     """Index ``dim`` at ``index``; the dim disappears."""
@@ -304,6 +341,11 @@ def select(self: Tensor, dim: int, index: int):
             self._offset + index * self._stride[d])
 
 
+@derivative(select)
+def _select_backward(ctx, grad):
+    return embed(grad, ctx, lambda z: select(z, ctx.dim, ctx.index))
+
+
 @view_operator("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, "
                "SymInt step=1) -> Tensor(a)", method=False)
 def slice(self: Tensor, dim: int = 0, start=None, end=None, step: int = 1):
@@ -317,6 +359,11 @@ def slice(self: Tensor, dim: int = 0, start=None, end=None, step: int = 1):
     shape = self._shape[:d] + (length,) + self._shape[d + 1:]
     stride = self._stride[:d] + (self._stride[d] * step,) + self._stride[d + 1:]
     return shape, stride, self._offset + start * self._stride[d]
+
+
+@derivative(slice)
+def _slice_backward(ctx, grad):
+    return embed(grad, ctx, lambda z: slice(z, ctx.dim, ctx.start, ctx.end, ctx.step))
 
 
 def _clamp_slice(start, end, size):
@@ -345,6 +392,11 @@ def squeeze(self: Tensor, dim=None):
             self._offset)
 
 
+@derivative(squeeze)
+def _squeeze_backward(ctx, grad):
+    return grad.reshape(ctx.shape_of("self"))
+
+
 @view_operator("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
 def unsqueeze(self: Tensor, dim: int):
     """Insert a size-1 dim at ``dim``."""
@@ -353,6 +405,11 @@ def unsqueeze(self: Tensor, dim: int):
     inner = self._stride[d] * self._shape[d] if d < nd else 1
     return (self._shape[:d] + (1,) + self._shape[d:], self._stride[:d] + (inner,) +
             self._stride[d:], self._offset)
+
+
+@derivative(unsqueeze)
+def _unsqueeze_backward(ctx, grad):
+    return grad.reshape(ctx.shape_of("self"))
 
 
 @view_operator("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)")
@@ -375,6 +432,11 @@ def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1):
     return shape, stride, start
 
 
+@derivative(diagonal)
+def _diagonal_backward(ctx, grad):
+    return embed(grad, ctx, lambda z: diagonal(z, ctx.offset, ctx.dim1, ctx.dim2))
+
+
 @view_operator("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")
 def unfold(self: Tensor, dimension: int, size: int, step: int):
     """Windows of ``size`` every ``step`` along ``dimension``, as a new last dim."""
@@ -393,6 +455,23 @@ def unfold(self: Tensor, dimension: int, size: int, step: int):
     stride = (self._stride[:d] + (self._stride[d] * step,) + self._stride[d + 1:] +
               (self._stride[d],))
     return shape, stride, self._offset
+
+
+@derivative(unfold)
+def _unfold_backward(ctx, grad):
+    # Windows overlap when step < size: every window element adds into its source.
+    from ember.ops.creation import zeros
+    shape = ctx.shape_of("self")
+    out = zeros(shape, dtype=grad.dtype, device=grad.device)
+    if not shape:
+        return out.add_(grad.sum())
+    d = canonical_dim(ctx.dimension, len(shape))
+    count = grad.shape[d]
+    for k in range(ctx.size):
+        if count:
+            target = slice(out, d, k, k + ctx.step * (count - 1) + 1, ctx.step)
+            target.add_(grad.select(-1, k))
+    return out
 
 
 @view_operator("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, "
@@ -415,10 +494,30 @@ def as_strided(self: Tensor, size, stride, storage_offset=None):
     return size, stride, offset
 
 
+@derivative(as_strided, save=("self",))
+def _as_strided_backward(ctx, grad):
+    # Scatter-add through storage positions: right even when the view overlaps itself.
+    from ember.ops.creation import tensor, zeros
+    src = ctx.self
+    out_pos = _positions(grad.shape, _sizes(ctx.stride),
+                         src.storage_offset() if ctx.storage_offset is None
+                         else ctx.storage_offset)
+    in_pos = _positions(src.shape, src.stride(), src.storage_offset())
+    extent = max(max(out_pos, default=0), max(in_pos, default=0)) + 1
+    flat = zeros(extent, dtype=grad.dtype, device=grad.device)
+    flat = flat.index_add(0, tensor(out_pos), grad.reshape(-1))
+    return flat[tensor(in_pos)].reshape(src.shape)
+
+
 @view_operator("alias(Tensor(a) self) -> Tensor(a)")
 def alias(self: Tensor):
     """A view of the whole tensor."""
     return self._shape, self._stride, self._offset
+
+
+@derivative(alias)
+def _alias_backward(ctx, grad):
+    return grad
 
 
 # -- multi-view ops ----------------------------------------------------------------------------
@@ -543,3 +642,30 @@ def detach(self: Tensor) -> Tensor:
     out._is_inference = self._is_inference
     return out
 
+
+
+# -- derivative helpers ------------------------------------------------------------------------
+def sum_to_shape(grad: Tensor, shape: tuple) -> Tensor:
+    """Sum ``grad`` over the dims that broadcasting added or expanded to reach ``shape``."""
+    lead = grad.dim() - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and grad.shape[lead + i] != 1)
+    if dims:
+        grad = grad.sum(dims, keepdim=True)
+    return grad.reshape(shape) if tuple(grad.shape) != tuple(shape) else grad
+
+
+def embed(grad: Tensor, ctx, view_of) -> Tensor:
+    """Zeros shaped like the input, with ``grad`` written into the region ``view_of`` picks."""
+    from ember.ops.creation import zeros
+    out = zeros(ctx.shape_of("self"), dtype=grad.dtype, device=grad.device)
+    view_of(out).copy_(grad)
+    return out
+
+
+def _positions(shape, stride, offset) -> list[int]:
+    """Storage position of every element of a strided view, in row-major order."""
+    pos = np.full(tuple(shape), offset, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(shape, stride)):
+        pos += (np.arange(n, dtype=np.int64) * st).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return pos.reshape(-1).tolist()

@@ -1,0 +1,384 @@
+"""The backward engine: dependency counting, then a ready queue ordered by sequence number.
+
+NOTE [The backward loop]
+1. From the roots, count how many edges lead into each node (``dependencies``).
+2. Seed the roots' input buffers with the root gradients.
+3. Pop the ready node with the highest ``sequence_nr`` (latest created, AccumulateGrad
+   first), run its tensor pre-hooks, pre-hooks, the node, and post-hooks; check each returned
+   gradient against the forward input it belongs to (sum a broadcast gradient down to its
+   shape, cast to its dtype); add it into the next node's buffer; a node whose count reaches
+   zero is ready.
+4. Release saved tensors unless ``retain_graph``; run the queued callbacks at the very end.
+``autograd.grad`` captures the gradients flowing into its inputs' edges and runs only nodes
+that lie on a path to one of them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Sequence
+
+from ember.autograd import grad_mode
+from ember.autograd.graph import AccumulateGrad, Node, gradient_edge
+from ember.tensor import Tensor
+
+__all__ = ["backward", "grad", "queue_callback", "run_backward"]
+
+
+class _EngineState(threading.local):
+    def __init__(self):
+        self.callbacks: list | None = None  # set while a backward runs
+        self.depth = 0
+        self.checkpoint_valid = True
+
+
+_engine = _EngineState()
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once the current backward pass finishes (before it returns)."""
+    if _engine.callbacks is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _engine.callbacks.append(callback)
+
+
+def is_checkpoint_valid() -> bool:
+    """False inside a backward that was started by ``autograd.grad`` or ``backward(inputs=)``."""
+    return _engine.checkpoint_valid
+
+
+class _GraphRoot(Node):
+    __slots__ = ("grads",)
+
+    def __init__(self, edges, grads):
+        super().__init__()
+        self.next_functions = tuple(edges)
+        self.grads = tuple(grads)
+        self.sequence_nr = float("inf")
+
+    def apply(self, grads):
+        return self.grads
+
+
+def _as_tuple(x) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_root_grads(tensors: Sequence[Tensor], grad_tensors: Sequence, create_graph: bool):
+    from ember.ops.creation import ones_like
+    out = []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not t._dtype.is_floating_point:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar "
+                                   f"outputs but got {t._dtype}")
+            g = ones_like(t)
+        elif not isinstance(g, Tensor):
+            from ember.ops.creation import full_like
+            g = full_like(t, g)
+        elif g._shape != t._shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"{_size(g._shape)} and output[{i}] has a shape of "
+                               f"{_size(t._shape)}.")
+        out.append(g)
+    return out
+
+
+def _size(shape) -> str:
+    return f"ember.Size({list(shape)})"
+
+
+def _root_edges(tensors):
+    edges = []
+    for i, t in enumerate(tensors):
+        edge = gradient_edge(t)
+        if edge is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not "
+                               "have a grad_fn")
+        edges.append(edge)
+    return edges
+
+
+def _dependencies(root: Node) -> dict:
+    deps: dict = {}
+    seen = {id(root)}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+    return deps
+
+
+def _needed_nodes(root: Node, targets: set) -> set:
+    """Nodes on some path from ``root`` to a node in ``targets`` (by id)."""
+    needed: set = set()
+    memo: dict = {}
+    order = []
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            hit = key in targets or any(
+                memo.get(id(n), False) for n, _ in node.next_functions if n is not None)
+            memo[key] = hit
+            if hit:
+                needed.add(key)
+            continue
+        if key in memo or key in order:
+            continue
+        order.append(key)
+        stack.append((node, True))
+        for n, _ in node.next_functions:
+            if n is not None and id(n) not in memo:
+                stack.append((n, False))
+    return needed
+
+
+def _validate(node: Node, grads) -> list:
+    """One gradient per edge, each summed to its input's shape and cast to its dtype."""
+    edges = node.next_functions
+    if len(grads) != len(edges):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                           f"(expected {len(edges)}, got {len(grads)})")
+    metas = node._in_meta
+    out = []
+    for i, g in enumerate(grads):
+        if g is None or edges[i][0] is None:
+            out.append(None)
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"function {node.name()} returned a gradient of type "
+                            f"{type(g).__name__} at index {i}; expected a Tensor or None")
+        if metas:
+            shape, dtype = metas[i]
+            if g._shape != shape:
+                g = _sum_to(g, shape, node, i)
+            if g._dtype is not dtype:
+                g = g.to(dtype)
+        out.append(g)
+    return out
+
+
+def _sum_to(g: Tensor, shape: tuple, node: Node, i: int) -> Tensor:
+    gs = g._shape
+    lead = len(gs) - len(shape)
+    ok = lead >= 0 and all(s == 1 or s == d for s, d in zip(shape, gs[lead:]))
+    if not ok:
+        raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - "
+                           f"got {list(gs)} but expected shape compatible with {list(shape)}")
+    dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape)
+                                      if s == 1 and gs[lead + k] != 1)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    return g.view(shape) if g._shape != shape else g
+
+
+def _call_tensor_pre_hooks(node: Node, grads: list) -> list:
+    hooks = node._tensor_pre_hooks
+    if hooks:
+        for nr, fns in hooks.items():
+            for fn in list(fns.values()):
+                if grads[nr] is None:
+                    continue
+                res = fn(grads[nr])
+                if res is not None:
+                    grads[nr] = res
+    retain = node._retain_hooks
+    if retain:
+        for nr, fn in retain.items():
+            if grads[nr] is not None:
+                fn(grads[nr])
+    return grads
+
+
+def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_grads) -> None:
+    var = node.variable
+    if grad is None:
+        return
+    if var.grad is None:
+        if create_graph:
+            var.grad = grad if not any(grad is r for r in root_grads) else grad.clone()
+        elif (grad._base is None and grad.is_contiguous() and grad.grad_fn is None
+              and not any(grad is r for r in root_grads)):
+            var.grad = grad.detach()
+        else:
+            var.grad = grad.detach().clone(memory_format="contiguous_format")
+    elif create_graph or grad_mode.is_grad_enabled():
+        var.grad = var.grad + grad
+    else:
+        var.grad.add_(grad)
+    if var._post_hooks:
+        for fn in list(var._post_hooks.values()):
+            fn(var)
+
+
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
+                 capture: bool = False, allow_unused: bool = False):
+    """Run the engine from ``tensors`` (see NOTE [The backward loop]).
+
+    With ``capture`` (``autograd.grad``) returns the gradients flowing into ``inputs``
+    without touching ``.grad``; otherwise accumulates into leaves (only ``inputs`` if given).
+    """
+    tensors = _as_tuple(tensors)
+    grads = list(_as_tuple(grad_tensors)) or [None] * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(grads)} tensors and {len(tensors)} gradients")
+    root_grads = _make_root_grads(tensors, grads, create_graph)
+    root = _GraphRoot(_root_edges(tensors), root_grads)
+    if retain_graph is None:
+        retain_graph = create_graph
+
+    targets, capture_at = {}, {}
+    for k, t in enumerate(inputs):
+        edge = gradient_edge(t)
+        if edge is None:
+            if capture:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            raise RuntimeError("element of inputs does not require grad")
+        capture_at.setdefault(id(edge[0]), []).append((edge[1], k))
+        targets[id(edge[0])] = edge[0]
+    needed = _needed_nodes(root, set(targets)) if inputs else None
+    captured = [None] * len(inputs)
+
+    deps = _dependencies(root)
+    buffers: dict = {}
+    ready: list = []
+    _feed(root, root.apply(()), buffers, deps, ready, needed)
+
+    prev = (_engine.callbacks, _engine.checkpoint_valid)
+    _engine.callbacks = []
+    _engine.checkpoint_valid = prev[1] and not inputs
+    _engine.depth += 1
+    saved_grad_mode = grad_mode.grad_state().enabled
+    grad_mode.grad_state().enabled = create_graph
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            in_grads = _call_tensor_pre_hooks(node, buffers.pop(node))
+            at = capture_at.get(id(node))
+            if at:
+                for nr, k in at:
+                    captured[k] = in_grads[nr]
+                if capture and isinstance(node, AccumulateGrad):
+                    continue
+            if needed is not None and id(node) not in needed:
+                continue
+            if isinstance(node, AccumulateGrad):
+                if not capture:
+                    _accumulate(node, in_grads[0], create_graph, root_grads)
+                continue
+            _run_node(node, in_grads, retain_graph, buffers, deps, ready, needed)
+        callbacks = _engine.callbacks
+        while callbacks:
+            callbacks.pop(0)()
+    finally:
+        grad_mode.grad_state().enabled = saved_grad_mode
+        _engine.callbacks, _engine.checkpoint_valid = prev
+        _engine.depth -= 1
+    if capture:
+        for k, g in enumerate(captured):
+            if g is None and not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is "
+                                   "the desired behavior.")
+        return tuple(captured)
+    return None
+
+
+def _run_node(node: Node, in_grads: list, retain_graph: bool, buffers, deps, ready, needed):
+    if node._pre_hooks:
+        for fn in list(node._pre_hooks.values()):
+            res = fn(tuple(in_grads))
+            if res is not None:
+                in_grads = list(res)
+    if all(g is None for g in in_grads):
+        outs = [None] * len(node.next_functions)
+    else:
+        try:
+            outs = _validate(node, node.apply(tuple(in_grads)))
+        except Exception:
+            _anomaly_report(node)
+            raise
+    if node._post_hooks:
+        for fn in list(node._post_hooks.values()):
+            res = fn(tuple(outs), tuple(in_grads))
+            if res is not None:
+                outs = list(res)
+    from ember.autograd import anomaly
+    if anomaly.is_anomaly_check_nan_enabled():
+        anomaly.check_nan(node, outs)
+    if not retain_graph:
+        node.release_variables()
+    _feed(node, outs, buffers, deps, ready, needed)
+
+
+def _anomaly_report(node: Node) -> None:
+    from ember.autograd import anomaly
+    if anomaly.is_anomaly_enabled():
+        anomaly.report(node)
+
+
+def _feed(node: Node, outs, buffers, deps, ready, needed) -> None:
+    for (nxt, nr), g in zip(node.next_functions, outs):
+        if nxt is None:
+            continue
+        buf = buffers.get(nxt)
+        if buf is None:
+            buf = buffers[nxt] = [None] * nxt._num_outputs
+        if g is not None:
+            buf[nr] = g if buf[nr] is None else buf[nr] + g
+        deps[nxt] -= 1
+        if deps[nxt] == 0:
+            heapq.heappush(ready, (-nxt.sequence_nr, id(nxt), nxt))
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,
+             grad_variables=None, inputs=None) -> None:
+    """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (``torch.autograd.backward``).
+
+    Args:
+        tensors: roots (tensors with a grad_fn or leaves requiring grad).
+        grad_tensors: one gradient per root; None for scalar roots (implicit 1).
+        retain_graph: keep saved tensors for another backward (default: ``create_graph``).
+        create_graph: record the backward computation so gradients are differentiable.
+        inputs: accumulate only into these tensors.
+    """
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    run_backward(tensors, grad_tensors, retain_graph, create_graph, _as_tuple(inputs))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
+         only_inputs: bool = True, allow_unused=None, is_grads_batched: bool = False,
+         materialize_grads: bool = False):
+    """Gradients of ``outputs`` with respect to ``inputs``; ``.grad`` is left untouched.
+
+    Raises:
+        RuntimeError: an input is not reached by the graph (unless ``allow_unused``).
+    """
+    inputs = _as_tuple(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    result = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                          capture=True, allow_unused=allow_unused)
+    if materialize_grads:
+        from ember.ops.creation import zeros_like
+        result = tuple(zeros_like(i) if g is None else g for g, i in zip(result, inputs))
+    return result

@@ -1,0 +1,451 @@
+"""The Autograd dispatch-key kernel and derivative registration.
+
+NOTE [Recording an op]
+The Autograd kernel of a differentiable op checks grad mode and whether any tensor input
+requires grad; if not, it calls straight below itself. Otherwise it binds the call's
+arguments by name, creates the op's backward Node (``<Op>Backward0``), records one edge per
+tensor input, saves exactly the tensors the derivative rule declared (``save=``), runs the
+op below autograd, and gives each floating output its ``grad_fn``. An in-place op rewrites
+``self``'s history; on a view it also rebases the view's base (NOTE [In-place on views]).
+
+A derivative rule is a plain function of ``(ctx, *grads)`` written with ember ops, so with
+``create_graph=True`` the backward pass is itself recorded. ``ctx.<arg>`` is the call's
+argument of that name (saved tensors are unpacked and version-checked), ``ctx.result`` the
+saved output, ``ctx.shape_of(name)``/``ctx.dtype_of(name)`` the metadata of any tensor input, and
+``ctx.needs_input_grad`` one bool per tensor input. It returns one gradient per tensor input
+(a list for a tensor-list argument), or a single tensor when there is one input.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from ember.autograd import anomaly
+from ember.autograd.grad_mode import _grad
+from ember.autograd.graph import Node, SavedTensor, gradient_edge
+from ember.dispatch import AliasKey, Tag
+from ember.dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, DispatchKey
+from ember.tensor import Tensor
+
+__all__ = ["register_derivative", "OpNode", "NotImplementedNode", "mark_requires_grad"]
+
+_RELEASED = ("Trying to backward through the graph a second time (or directly access saved "
+             "tensors after they have already been freed). Saved intermediate values of the "
+             "graph are freed when you call .backward() or autograd.grad(). Specify "
+             "retain_graph=True if you need to backward through the graph a second time or if "
+             "you need to access saved tensors after calling backward.")
+
+
+def _camel(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_"))
+
+
+def _binder(fn: Callable):
+    """A fast ``(args, kwargs) -> {name: value}`` for ``fn``'s signature, defaults included."""
+    names, var, defaults = [], None, {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            var = p.name
+        if p.default is not p.empty:
+            defaults[p.name] = p.default
+    n = len(names)
+
+    def bind(args, kwargs):
+        d = dict(defaults)
+        d.update(zip(names, args))
+        if var is not None:
+            d[var] = args[n:]
+        if kwargs:
+            d.update(kwargs)
+        return d
+
+    return bind
+
+
+class _Ctx:
+    """What a derivative rule sees (see NOTE [Recording an op])."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: OpNode):
+        self._node = node
+
+    def __getattr__(self, name: str):
+        node = self._node
+        bound = node._bound
+        if bound is None:
+            raise RuntimeError(_RELEASED)
+        if name == "result":
+            return node._result.unpack(node.name()) if node._result is not None else None
+        try:
+            value = bound[name]
+        except KeyError:
+            raise AttributeError(f"{node.name()}: argument {name!r} was not saved or does not "
+                                 "exist") from None
+        if isinstance(value, SavedTensor):
+            return value.unpack(node.name())
+        if isinstance(value, list) and value and isinstance(value[0], SavedTensor):
+            return [v.unpack(node.name()) for v in value]
+        if value is _UNSAVED:
+            raise AttributeError(f"{node.name()}: tensor argument {name!r} is not saved; add it "
+                                 "to the rule's save=")
+        return value
+
+    def shape_of(self, name: str):
+        """Shape of tensor argument ``name`` at record time (saved or not)."""
+        return self._node._meta_of[name][0]
+
+    def dtype_of(self, name: str):
+        """dtype of tensor argument ``name`` at record time (saved or not)."""
+        return self._node._meta_of[name][1]
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        return tuple(e[0] is not None for e in self._node.next_functions)
+
+
+_UNSAVED = object()
+
+
+class OpNode(Node):
+    """Backward node of a built-in op; subclasses are made per op by ``register_derivative``."""
+
+    __slots__ = ("_bound", "_result", "_meta_of", "_structure", "_out_meta")
+    rule: Callable = None
+    op = None
+
+    def apply(self, grads: tuple) -> tuple:
+        if self._bound is None and self._released:
+            if self._needs_saved():
+                raise RuntimeError(_RELEASED)
+        out = type(self).rule(_Ctx(self), *_materialize(self, grads))
+        return _flatten(out, self._structure, self.name())
+
+    def _needs_saved(self) -> bool:
+        return type(self).saves_anything
+
+    def release_variables(self) -> None:
+        if type(self).saves_anything:
+            self._bound = None
+            self._result = None
+        self._released = True
+
+    @property
+    def _saved_tensors(self):
+        return tuple(v for v in (self._bound or {}).values() if isinstance(v, SavedTensor))
+
+
+def _materialize(node: OpNode, grads: tuple) -> tuple:
+    if all(g is not None for g in grads):
+        return grads
+    from ember.ops.creation import zeros
+    metas = node._out_meta
+    return tuple(g if g is not None else zeros(metas[i][0], dtype=metas[i][1])
+                 for i, g in enumerate(grads))
+
+
+def _flatten(out, structure, name: str) -> tuple:
+    if not isinstance(out, tuple | list):
+        out = (out,)
+    if len(out) != len(structure):
+        raise RuntimeError(f"function {name} returned an incorrect number of gradients "
+                           f"(expected {len(structure)}, got {len(out)})")
+    flat = []
+    for g, n in zip(out, structure):
+        if n is None:
+            flat.append(g)
+        else:
+            flat.extend(g if g is not None else [None] * n)
+    return tuple(flat)
+
+
+class NotImplementedNode(Node):
+    """Recorded for ops without a derivative rule: backward raises instead of being wrong."""
+
+    __slots__ = ("op_name",)
+
+    def apply(self, grads):
+        raise RuntimeError(f"derivative for {self.op_name} is not implemented")
+
+
+def _requires(t) -> bool:
+    return t._requires_grad or t.grad_fn is not None
+
+
+def mark_requires_grad(t: Tensor, node: Node, output_nr: int) -> None:
+    """Attach ``node`` as ``t``'s history and give ``t`` (and its views) the autograd key."""
+    t.grad_fn = node
+    t._output_nr = output_nr
+    t._ver.keys |= 1 << AUTOGRAD_KEY_OF_DEVICE[t._device.type]
+    t._mkey = None
+
+
+def _inputs(bound: dict, names) -> list:
+    """(name, tensor or list of tensors) for each tensor-valued argument, in order."""
+    out = []
+    for name in names:
+        v = bound.get(name)
+        if isinstance(v, Tensor):
+            out.append((name, v))
+        elif isinstance(v, list | tuple) and v and all(isinstance(t, Tensor) for t in v):
+            out.append((name, list(v)))
+    return out
+
+
+def _check_inplace(op_name: str, t: Tensor) -> None:
+    if t._is_inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed.You can make a clone to get a normal tensor before doing "
+                           "inplace update.")
+    if t.grad_fn is None and t._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    base = t._base
+    if base is not None and base.grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    if t._creation_meta == 1 and t._base is not None:
+        raise RuntimeError(f"Output 0 of {_view_op_of(t)} is a view and is being modified "
+                           "inplace. This view is the output of a function that returns "
+                           "multiple views. Such functions do not allow the output views to be "
+                           "modified inplace. You should replace the inplace operation by an "
+                           "out-of-place one.")
+    if t._creation_meta == 2 and _grad.enabled:
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace "
+                           "with grad mode enabled. Given that this use case is ambiguous and "
+                           "error-prone, it is forbidden. You can clarify your code by moving "
+                           "both the view and the inplace either both inside the no_grad block "
+                           "(if you don't want the inplace to be tracked) or both outside (if "
+                           "you want the inplace to be tracked).")
+
+
+def _view_op_of(t: Tensor) -> str:
+    return t.__dict__.get("_view_op", "SplitBackward0")
+
+
+def register_derivative(op, rule: Callable, *, save=(), signature: Callable | None = None,
+                        name: str | None = None) -> type:
+    """Make ``op`` differentiable with ``rule`` (see NOTE [Recording an op]).
+
+    Args:
+        op: the Operator.
+        rule: ``rule(ctx, *grads)`` returning one gradient per tensor input.
+        save: names of tensor arguments (and/or ``"result"``) the rule reads.
+        signature: a function with the op's Python signature (default: its Meta rule or
+            view geometry).
+        name: the Node class name (default ``<Op>Backward0``).
+    """
+    sig = signature or getattr(op, "meta_rule", None) or getattr(op, "geometry", None)
+    if sig is None:
+        raise TypeError(f"register_derivative: no signature known for {op!r}")
+    params = [p for p in inspect.signature(sig).parameters if p != "out"]
+    save = tuple(save)
+    cls = type(name or f"{_camel(op.name)}Backward0", (OpNode,), {
+        "__slots__": (), "rule": staticmethod(rule), "op": op,
+        "saves_anything": bool(save)})
+    op.derivative = cls
+    op._autograd = (cls, _binder(sig), params, tuple(s for s in save if s != "result"),
+                    "result" in save, Tag.inplace in op.tags, Tag.view in op.tags)
+    op.register(AliasKey.Autograd, autograd_kernel, with_keyset=True)
+    return cls
+
+
+def autograd_kernel(op, ks: int, *args, **kwargs):
+    """The Autograd-key kernel shared by every differentiable op."""
+    if _grad.enabled:
+        for a in args:
+            if isinstance(a, Tensor):
+                if a._requires_grad or a.grad_fn is not None:
+                    return _record(op, ks, args, kwargs)
+            elif a.__class__ is list or a.__class__ is tuple:
+                for t in a:
+                    if isinstance(t, Tensor) and (t._requires_grad or t.grad_fn is not None):
+                        return _record(op, ks, args, kwargs)
+        if kwargs:
+            for a in kwargs.values():
+                if isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None):
+                    return _record(op, ks, args, kwargs)
+    elif Tag.view in op.tags:
+        out = op.lookup(ks)(*args, **kwargs)
+        _mark_no_grad_view(args, out)
+        return out
+    return op.lookup(ks)(*args, **kwargs)
+
+
+def _mark_no_grad_view(args, out) -> None:
+    src = args[0] if args and isinstance(args[0], Tensor) else None
+    if src is not None and _requires(src) and isinstance(out, Tensor):
+        out._creation_meta = 2
+
+
+def _record(op, ks: int, args, kwargs):
+    cls, bind, params, saves, save_result, inplace, is_view = op._autograd
+    bound = bind(args, kwargs)
+    if bound.get("out") is not None:
+        raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    inputs = _inputs(bound, params)
+    node = cls()
+    edges, metas, structure, meta_of = [], [], [], {}
+    for name, v in inputs:
+        if isinstance(v, list):
+            structure.append(len(v))
+            for t in v:
+                edges.append(gradient_edge(t) or (None, 0))
+                metas.append((t._shape, t._dtype))
+        else:
+            structure.append(None)
+            edges.append(gradient_edge(v) or (None, 0))
+            metas.append((v._shape, v._dtype))
+            meta_of[name] = (v._shape, v._dtype)
+    self_t = inputs[0][1] if inputs else None
+    if inplace:
+        _check_inplace(op.name, self_t)
+    for name, v in inputs:
+        if name in saves:
+            if isinstance(v, list):
+                bound[name] = [SavedTensor(t) for t in v]
+            else:
+                bound[name] = SavedTensor(v.clone() if (inplace and v is self_t) else v)
+        else:
+            bound[name] = _UNSAVED
+    node.next_functions = tuple(edges)
+    node._in_meta = tuple(metas)
+    node._structure = tuple(structure)
+    node._meta_of = meta_of
+    node._bound = bound
+    node._result = None
+    if anomaly._state.enabled:
+        anomaly.record_stack(node)
+
+    out = op.lookup(ks)(*args, **kwargs)
+
+    outs = out if isinstance(out, tuple) else (out,)
+    node._num_outputs = len(outs)
+    node._out_meta = tuple((o._shape, o._dtype) if isinstance(o, Tensor) else ((), None)
+                           for o in outs)
+    if inplace:
+        _rebase_history(self_t, node)
+    else:
+        for i, o in enumerate(outs):
+            if isinstance(o, Tensor) and o._dtype.is_floating_point:
+                mark_requires_grad(o, node, i)
+    if save_result:
+        node._result = SavedTensor(outs[0], node, is_output=True)
+    return out
+
+
+class CopySlices(Node):
+    """The base's history after an in-place op on one of its views.
+
+    NOTE [In-place on views]
+    ``fn`` is the in-place op's node, recorded with the *view's* old history as input 0.
+    CopySlices replaces that input by the base's old history: the base's gradient is cloned,
+    the view's region of it is handed to ``fn``, and ``fn``'s gradient for the view's old
+    values is written back into that region. The view's own history becomes "a strided view
+    of the base's new history", so later uses of the view flow into CopySlices too.
+    """
+
+    __slots__ = ("fn", "geometry")
+
+    def apply(self, grads: tuple) -> tuple:
+        (grad,) = grads
+        result = grad.clone()
+        shape, stride, offset = self.geometry
+        region = result.as_strided(shape, stride, offset)
+        res = self.fn.apply((region.clone(),))
+        res = list(res)
+        if res and res[0] is not None:
+            region.copy_(res[0])
+        else:
+            region.fill_(0)
+        return (result, *res[1:])
+
+    def release_variables(self) -> None:
+        self.fn.release_variables()
+        self._released = True
+
+
+class ViewOfBaseBackward(Node):
+    """History of a view whose base was rebased: its gradient lands in the base's region."""
+
+    __slots__ = ("geometry", "base_meta")
+
+    def apply(self, grads: tuple) -> tuple:
+        (grad,) = grads
+        from ember.ops.creation import zeros
+        shape, dtype = self.base_meta
+        out = zeros(shape, dtype=dtype)
+        out.as_strided(*self.geometry).copy_(grad)
+        return (out,)
+
+
+def _rebase_history(t: Tensor, node: Node) -> None:
+    base = t._base
+    if base is None:
+        mark_requires_grad(t, node, 0)
+        return
+    geometry = (t._shape, t._stride, t._offset - base._offset)
+    cs = CopySlices()
+    cs.fn = node
+    cs.geometry = geometry
+    base_edge = gradient_edge(base) or (None, 0)
+    cs.next_functions = (base_edge, *node.next_functions[1:])
+    cs._in_meta = ((base._shape, base._dtype), *node._in_meta[1:])
+    mark_requires_grad(base, cs, 0)
+    view_node = ViewOfBaseBackward()
+    view_node.geometry = geometry
+    view_node.base_meta = (base._shape, base._dtype)
+    view_node.next_functions = ((cs, 0),)
+    view_node._in_meta = ((base._shape, base._dtype),)
+    mark_requires_grad(t, view_node, 0)
+
+
+def record_not_implemented(op, args, outs) -> None:
+    """Give ``outs`` a node whose backward raises "derivative for X is not implemented"."""
+    node = NotImplementedNode()
+    node.op_name = op.qualname
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    node.next_functions = tuple(gradient_edge(t) or (None, 0) for t in tensors)
+    node._in_meta = tuple((t._shape, t._dtype) for t in tensors)
+    for i, o in enumerate(outs):
+        if isinstance(o, Tensor) and o._dtype.is_floating_point:
+            mark_requires_grad(o, node, i)
+
+
+def _not_implemented_fallback(op, ks: int, *args, **kwargs):
+    out = op.lookup(ks)(*args, **kwargs)
+    if _grad.enabled and Tag.inplace not in op.tags:
+        flat = []
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, Tensor):
+                flat.append(a)
+            elif isinstance(a, list | tuple):
+                flat.extend(t for t in a if isinstance(t, Tensor))
+        if any(_requires(t) for t in flat):
+            outs = out if isinstance(out, tuple) else (out,)
+            record_not_implemented(op, flat, outs)
+    return out
+
+
+def _inplace_or_view_kernel(op, ks: int, *args, **kwargs):
+    self_t = args[0] if args else None
+    if isinstance(self_t, Tensor) and self_t._is_inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed.You can make a clone to get a normal tensor before doing "
+                           "inplace update.")
+    return op.lookup(ks)(*args, **kwargs)
+
+
+def install_autograd_fallback() -> None:
+    """Ops without a derivative rule get a node that raises in backward; in-place ops refuse
+    inference tensors outside inference mode (the ADInplaceOrView kernel)."""
+    from ember.dispatch import all_ops, register_fallback
+    register_fallback(AliasKey.Autograd, _not_implemented_fallback, with_keyset=True)
+    for op in all_ops():
+        if Tag.inplace in op.tags and DispatchKey.ADInplaceOrView not in op._direct:
+            op.register(DispatchKey.ADInplaceOrView, _inplace_or_view_kernel, with_keyset=True)
+
