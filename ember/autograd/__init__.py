@@ -23,3 +23,8 @@ _bind()
 __all__ = ["Function", "FunctionCtx", "backward", "detect_anomaly", "enable_grad", "grad",
            "graph", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
            "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled"]
+
+from ember.autograd import functional  # noqa: E402
+from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
+
+__all__ += ["GradcheckError", "functional", "gradcheck", "gradgradcheck"]

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Sequence
 
 from ember.autograd import grad_mode
+from ember.autograd._ops import op as aten
 from ember.autograd.graph import AccumulateGrad, Node, gradient_edge
 from ember.tensor import Tensor
 
@@ -70,7 +71,6 @@ def _as_tuple(x) -> tuple:
 
 
 def _make_root_grads(tensors: Sequence[Tensor], grad_tensors: Sequence, create_graph: bool):
-    from ember.ops.creation import ones_like
     out = []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if g is None:
@@ -79,10 +79,9 @@ def _make_root_grads(tensors: Sequence[Tensor], grad_tensors: Sequence, create_g
             if not t._dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar "
                                    f"outputs but got {t._dtype}")
-            g = ones_like(t)
+            g = aten("ones_like")(t)
         elif not isinstance(g, Tensor):
-            from ember.ops.creation import full_like
-            g = full_like(t, g)
+            g = aten("full_like")(t, g)
         elif g._shape != t._shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"{_size(g._shape)} and output[{i}] has a shape of "
@@ -379,6 +378,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     result = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
                           capture=True, allow_unused=allow_unused)
     if materialize_grads:
-        from ember.ops.creation import zeros_like
-        result = tuple(zeros_like(i) if g is None else g for g, i in zip(result, inputs))
+        result = tuple(aten("zeros_like")(i) if g is None else g for g, i in zip(result, inputs))
     return result

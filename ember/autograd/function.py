@@ -12,6 +12,7 @@ import functools
 import warnings
 
 from ember.autograd import anomaly
+from ember.autograd._ops import op as aten
 from ember.autograd.grad_mode import _grad, no_grad
 from ember.autograd.graph import Node, SavedTensor, gradient_edge
 from ember.autograd.kernel import _check_inplace, mark_requires_grad
@@ -72,8 +73,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, grads: tuple) -> tuple:
         if self._materialize_grads:
-            from ember.ops.creation import zeros
-            grads = tuple(g if g is not None else zeros(m[0], dtype=m[1])
+            grads = tuple(g if g is not None else aten("zeros")(m[0], dtype=m[1])
                           for g, m in zip(grads, self._out_meta))
         cls = self._forward_cls
         if not _has_own(cls, "backward") and not _has_own(cls, "vjp"):

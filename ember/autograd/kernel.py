@@ -22,6 +22,7 @@ import inspect
 from collections.abc import Callable
 
 from ember.autograd import anomaly
+from ember.autograd._ops import op as aten
 from ember.autograd.grad_mode import _grad
 from ember.autograd.graph import Node, SavedTensor, gradient_edge
 from ember.dispatch import AliasKey, Tag
@@ -141,9 +142,8 @@ class OpNode(Node):
 def _materialize(node: OpNode, grads: tuple) -> tuple:
     if all(g is not None for g in grads):
         return grads
-    from ember.ops.creation import zeros
     metas = node._out_meta
-    return tuple(g if g is not None else zeros(metas[i][0], dtype=metas[i][1])
+    return tuple(g if g is not None else aten("zeros")(metas[i][0], dtype=metas[i][1])
                  for i, g in enumerate(grads))
 
 
@@ -376,9 +376,8 @@ class ViewOfBaseBackward(Node):
 
     def apply(self, grads: tuple) -> tuple:
         (grad,) = grads
-        from ember.ops.creation import zeros
         shape, dtype = self.base_meta
-        out = zeros(shape, dtype=dtype)
+        out = aten("zeros")(shape, dtype=dtype)
         out.as_strided(*self.geometry).copy_(grad)
         return (out,)
 
