@@ -44,7 +44,7 @@ def _numerical_jacobian(func, inputs, out_index, in_index, eps):
             target[i] = orig + eps
             plus = _outputs(func, inputs)[out_index].detach().double().reshape(-1).numpy().copy()
             target[i] = orig - eps
-            minus = _outputs(func, inputs)[out_index].detach().double().reshape(-1).numpy()
+            minus = _outputs(func, inputs)[out_index].detach().double().reshape(-1).numpy().copy()
             target[i] = orig
             jac[i] = (plus - minus) / (2 * eps)
     return jac
@@ -56,7 +56,7 @@ def _analytical_jacobian(func, inputs, out_index, in_index):
     jac = np.zeros((x.numel(), out.numel()))
     for j in range(out.numel()):
         g = aten("zeros_like")(out)
-        g.view(-1)[j] = 1.0 if g.is_contiguous() else g.reshape(-1)[j]
+        g.view(-1)[j] = 1.0
         (gi,) = autograd_grad(out, (x,), g, retain_graph=True, allow_unused=True)
         if gi is not None:
             jac[:, j] = gi.detach().double().reshape(-1).numpy()
