@@ -49,3 +49,15 @@ def test_import_ember_does_not_load_torch():
                          cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_demo_runs_without_torch():
+    code = ("import runpy, sys\n"
+            "runpy.run_module('ember.demo', run_name='__main__')\n"
+            "assert 'torch' not in sys.modules\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for heading in ("one storage, many views", "meta device", "dispatcher"):
+        assert heading in out.stdout
+    assert "zeros.default    BackendSelect -> CPU" in out.stdout
