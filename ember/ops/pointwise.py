@@ -1,150 +1,966 @@
 """Pointwise operators: one row per op in the tables below, plus the irregular ones by hand.
 
-Every pointwise op broadcasts its tensor arguments and computes in the promoted dtype of
-``Promotion`` kind; each functional op ``f`` has an in-place twin ``f_`` whose result must
-keep ``self``'s shape and be castable to its dtype.
+Every pointwise op broadcasts its tensor arguments and computes in the promoted dtype of its
+``Promotion`` kind; each functional op ``f`` with a torch in-place twin gets ``f_``, whose
+result must keep ``self``'s shape and be castable to its dtype. A row's ``cats`` are the dtype
+categories its kernel computes in; others raise ``NotImplementedError`` naming the kernel, as
+torch's dispatch macros do. Plans (``unary_plan``, ``binary_plan``, ...) return
+``(shape, compute dtype, result dtype)``: Meta rules wrap them in a ``Spec`` and CPU kernels
+call them directly, so validation is written once.
+
+This file is over 800 lines because it declares ~90 operators with their aliases; the tables
+keep each one to a row.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, has_internal_overlap
-from ember.ops._define import TENSOR_METHODS, Spec, Tag, operator
+from ember.ops._define import TENSOR_METHODS, Spec, Tag, composite, operator, tensor_method
 from ember.ops._promotion import Promotion, promoted_dtype
-from ember.tensor import Tensor
+from ember.tensor import Tensor, numpy_view
 
-__all__: list[str] = []  # filled from the tables below
+__all__: list[str] = []  # filled as ops are declared
 
 P = Promotion
-
-# name -> (promotion kind, one-line doc). Kernels live in ember/backends/cpu/pointwise.py.
-UNARY = {
-    "neg": (P.DEFAULT, "Negation, ``-input``."),
-    "abs": (P.DEFAULT, "Absolute value."),
-    "exp": (P.INT_TO_FLOAT, "Exponential, ``e**input``."),
-    "log": (P.INT_TO_FLOAT, "Natural logarithm."),
-    "sqrt": (P.INT_TO_FLOAT, "Square root."),
-    "sin": (P.INT_TO_FLOAT, "Sine."),
-    "cos": (P.INT_TO_FLOAT, "Cosine."),
-    "tanh": (P.INT_TO_FLOAT, "Hyperbolic tangent."),
-    "sigmoid": (P.INT_TO_FLOAT, "Logistic sigmoid ``1 / (1 + exp(-input))``."),
-    "relu": (P.DEFAULT, "Rectified linear unit ``max(input, 0)``."),
-}
-
-# name -> (promotion kind, one-line doc, takes alpha)
-BINARY = {
-    "add": (P.DEFAULT, "Adds ``other`` (scaled by ``alpha``) to ``input``.", True),
-    "sub": (P.DEFAULT, "Subtracts ``other`` (scaled by ``alpha``) from ``input``.", True),
-    "mul": (P.DEFAULT, "Multiplies ``input`` by ``other``.", False),
-    "eq": (P.ALWAYS_BOOL, "Elementwise ``input == other``.", False),
-    "ne": (P.ALWAYS_BOOL, "Elementwise ``input != other``.", False),
-    "lt": (P.ALWAYS_BOOL, "Elementwise ``input < other``.", False),
-    "le": (P.ALWAYS_BOOL, "Elementwise ``input <= other``.", False),
-    "gt": (P.ALWAYS_BOOL, "Elementwise ``input > other``.", False),
-    "ge": (P.ALWAYS_BOOL, "Elementwise ``input >= other``.", False),
-    "maximum": (P.DEFAULT, "Elementwise maximum (NaN propagates).", False),
-    "minimum": (P.DEFAULT, "Elementwise minimum (NaN propagates).", False),
-}
-
-# functional op -> its in-place twin (filled as the tables are declared)
-INPLACE: dict[str, object] = {}
-
-
-def unary_spec(kind: Promotion, self: Tensor) -> Spec:
-    """Spec of a unary pointwise op on ``self``."""
-    _, result = promoted_dtype(kind, self)
-    return Spec(self._shape, result)
-
-
-def binary_spec(kind: Promotion, input, other) -> Spec:
-    """Spec of a binary pointwise op: broadcast shape, promoted dtype."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"expected a Tensor as first argument; got {type(input).__name__}")
-    shape = broadcast_shapes(input._shape, other._shape) if isinstance(other, Tensor) \
-        else input._shape
-    _, result = promoted_dtype(kind, input, other)
-    return Spec(shape, result)
-
-
-def inplace_spec(name: str, self: Tensor, spec: Spec) -> Spec:
-    """Check that an in-place op's result fits ``self``: same shape, castable dtype."""
-    check_writable(self)
-    if spec.shape != self._shape:
-        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast "
-                           f"shape {list(spec.shape)}")
-    if not dt.can_cast(spec.dtype, self._dtype):
-        raise RuntimeError(f"result type {_TN[spec.dtype.name]} can't be cast to the desired "
-                           f"output type {_TN[self._dtype.name]}")
-    return Spec(self._shape, self._dtype)
-
-
-def check_writable(t: Tensor) -> None:
-    """RuntimeError when several elements of ``t`` share memory (an expanded tensor)."""
-    if has_internal_overlap(t._shape, t._stride):
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the "
-                           "tensor before performing the operation.")
-
+_B, _I, _F = dt.BOOL, dt.INTEGRAL, dt.FLOATING
+ANY = frozenset((_B, _I, _F))
+NUM = frozenset((_I, _F))
+FLT = frozenset((_F,))
+BITS = frozenset((_B, _I))
+INT = frozenset((_I,))
+_SCALARS = (bool, int, float)
 
 _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
        "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
        "bool": "Bool"}
 
+_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+             "to invert a mask, use the `~` or `logical_not()` operator instead.")
+_SUB_BOOL2 = ("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+              "`^` or `logical_xor()` operator instead.")
+_SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
-def _declare_unary(name: str, kind: Promotion, doc: str):
+
+class Unary(NamedTuple):
+    """A unary table row: promotion, accepted compute categories, in-place twin, doc."""
+
+    kind: Promotion | str
+    cats: frozenset
+    inplace: bool
+    doc: str
+    bool_error: str | None = None  # RuntimeError text for bool input (else NotImplementedError)
+
+
+class Binary(NamedTuple):
+    """A binary table row: promotion, categories, which scalars torch accepts, alpha, doc."""
+
+    kind: Promotion
+    cats: frozenset
+    scalar_other: bool
+    scalar_self: bool
+    inplace: bool
+    doc: str
+    alpha: bool = False
+
+
+U = Unary
+UNARY = {
+    "neg": U(P.DEFAULT, NUM, True, "Negation, ``-input``.", _NEG_BOOL),
+    "abs": U(P.DEFAULT, NUM, True, "Absolute value."),
+    "sign": U(P.DEFAULT, ANY, True, "Sign: -1, 0 or 1 (0 for NaN, like torch)."),
+    "exp": U(P.INT_TO_FLOAT, ANY, True, "Exponential, ``e**input``."),
+    "exp2": U(P.INT_TO_FLOAT, ANY, True, "Base-2 exponential, ``2**input``."),
+    "expm1": U(P.INT_TO_FLOAT, ANY, True, "``exp(input) - 1``, accurate near 0."),
+    "log": U(P.INT_TO_FLOAT, ANY, True, "Natural logarithm."),
+    "log2": U(P.INT_TO_FLOAT, ANY, True, "Base-2 logarithm."),
+    "log10": U(P.INT_TO_FLOAT, ANY, True, "Base-10 logarithm."),
+    "log1p": U(P.INT_TO_FLOAT, ANY, True, "``log(1 + input)``, accurate near 0."),
+    "sqrt": U(P.INT_TO_FLOAT, ANY, True, "Square root."),
+    "rsqrt": U(P.INT_TO_FLOAT, ANY, True, "Reciprocal square root ``1 / sqrt(input)``."),
+    "square": U("square", ANY, True, "``input * input`` (bool becomes int64, as ``pow(x, 2)``)."),
+    "reciprocal": U(P.INT_TO_FLOAT, ANY, True, "``1 / input``."),
+    "sin": U(P.INT_TO_FLOAT, ANY, True, "Sine."),
+    "cos": U(P.INT_TO_FLOAT, ANY, True, "Cosine."),
+    "tan": U(P.INT_TO_FLOAT, ANY, True, "Tangent."),
+    "asin": U(P.INT_TO_FLOAT, ANY, True, "Inverse sine."),
+    "acos": U(P.INT_TO_FLOAT, ANY, True, "Inverse cosine."),
+    "atan": U(P.INT_TO_FLOAT, ANY, True, "Inverse tangent."),
+    "sinh": U(P.INT_TO_FLOAT, ANY, True, "Hyperbolic sine."),
+    "cosh": U(P.INT_TO_FLOAT, ANY, True, "Hyperbolic cosine."),
+    "tanh": U(P.INT_TO_FLOAT, ANY, True, "Hyperbolic tangent."),
+    "asinh": U(P.INT_TO_FLOAT, ANY, True, "Inverse hyperbolic sine."),
+    "acosh": U(P.INT_TO_FLOAT, ANY, True, "Inverse hyperbolic cosine."),
+    "atanh": U(P.INT_TO_FLOAT, ANY, True, "Inverse hyperbolic tangent."),
+    "sigmoid": U(P.INT_TO_FLOAT, ANY, True, "Logistic sigmoid ``1 / (1 + exp(-input))``."),
+    "erf": U(P.INT_TO_FLOAT, ANY, True, "Gauss error function."),
+    "erfc": U(P.INT_TO_FLOAT, ANY, True, "Complementary error function ``1 - erf(input)``."),
+    "erfinv": U(P.INT_TO_FLOAT, ANY, True, "Inverse error function (±inf at ±1, NaN outside)."),
+    "lgamma": U(P.INT_TO_FLOAT, ANY, True, "``log(|Gamma(input)|)``."),
+    "digamma": U(P.INT_TO_FLOAT, ANY, True, "Logarithmic derivative of Gamma (-inf at 0)."),
+    "floor": U(P.DEFAULT, NUM, True, "Largest integer not above ``input`` (ints unchanged)."),
+    "ceil": U(P.DEFAULT, NUM, True, "Smallest integer not below ``input`` (ints unchanged)."),
+    "trunc": U(P.DEFAULT, NUM, True, "Rounds toward zero (ints unchanged)."),
+    "frac": U(P.DEFAULT, FLT, True, "Fractional part ``input - trunc(input)``."),
+    "relu": U(P.DEFAULT, NUM, True, "Rectified linear unit ``max(input, 0)``.",
+              "Boolean inputs not supported for relu"),
+    "bitwise_not": U(P.DEFAULT, BITS, True, "Bitwise NOT (logical NOT for bool)."),
+    "logical_not": U(P.ALWAYS_BOOL, ANY, True, "Elementwise ``not input`` (bool result)."),
+    "isnan": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is NaN."),
+    "isinf": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is +inf or -inf."),
+    "isfinite": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is finite."),
+    "isposinf": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is +inf."),
+    "isneginf": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is -inf."),
+}
+
+Bn = Binary
+BINARY = {
+    "add": Bn(P.DEFAULT, ANY, True, True, True,
+              "Adds ``other`` (scaled by ``alpha``) to ``input``.", alpha=True),
+    "sub": Bn(P.DEFAULT, ANY, True, True, True,
+              "Subtracts ``other`` (scaled by ``alpha``) from ``input``.", alpha=True),
+    "mul": Bn(P.DEFAULT, ANY, True, True, True, "Multiplies ``input`` by ``other``."),
+    "floor_divide": Bn(P.DEFAULT, NUM, True, True, True,
+                       "Division rounded toward -inf (ints stay ints; ZeroDivisionError on 0)."),
+    "remainder": Bn(P.DEFAULT, NUM, True, True, True,
+                    "Python-style modulus: the result has the sign of ``other``."),
+    "fmod": Bn(P.DEFAULT, NUM, True, False, True,
+               "C-style remainder: the result has the sign of ``input``."),
+    "pow": Bn(P.DEFAULT, ANY, True, True, True,
+              "``input ** exponent``; either side may be a scalar."),
+    "atan2": Bn(P.INT_TO_FLOAT, ANY, False, False, True,
+                "Quadrant-aware ``atan(input / other)``."),
+    "maximum": Bn(P.DEFAULT, ANY, False, False, False, "Elementwise maximum (NaN propagates)."),
+    "minimum": Bn(P.DEFAULT, ANY, False, False, False, "Elementwise minimum (NaN propagates)."),
+    "fmax": Bn(P.DEFAULT, ANY, False, False, False, "Elementwise maximum ignoring NaN."),
+    "fmin": Bn(P.DEFAULT, ANY, False, False, False, "Elementwise minimum ignoring NaN."),
+    "hypot": Bn(P.DEFAULT, FLT, False, False, True, "``sqrt(input**2 + other**2)``."),
+    "copysign": Bn(P.INT_TO_FLOAT, ANY, True, False, True,
+                   "Magnitude of ``input`` with the sign of ``other``."),
+    "eq": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input == other``."),
+    "ne": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input != other``."),
+    "lt": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input < other``."),
+    "le": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input <= other``."),
+    "gt": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input > other``."),
+    "ge": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input >= other``."),
+    "logical_and": Bn(P.ALWAYS_BOOL, ANY, False, False, True, "Elementwise logical AND."),
+    "logical_or": Bn(P.ALWAYS_BOOL, ANY, False, False, True, "Elementwise logical OR."),
+    "logical_xor": Bn(P.ALWAYS_BOOL, ANY, False, False, True, "Elementwise logical XOR."),
+    "bitwise_and": Bn(P.DEFAULT, BITS, True, True, True, "Bitwise AND (ints and bool)."),
+    "bitwise_or": Bn(P.DEFAULT, BITS, True, True, True, "Bitwise OR (ints and bool)."),
+    "bitwise_xor": Bn(P.DEFAULT, BITS, True, True, True, "Bitwise XOR (ints and bool)."),
+    "bitwise_left_shift": Bn(P.DEFAULT, INT, True, True, True,
+                             "``input << other`` (0 when shifting by >= the bit width)."),
+    "bitwise_right_shift": Bn(P.DEFAULT, INT, True, True, True,
+                              "Arithmetic ``input >> other``."),
+}
+
+# functional op name -> its in-place twin (filled as the tables are declared)
+INPLACE: dict[str, object] = {}
+
+
+# -- validation helpers -----------------------------------------------------------------------
+def not_implemented(kernel: str, d: dt.DType) -> NotImplementedError:
+    """torch's "not implemented for 'Bool'" error for a kernel that lacks dtype ``d``."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_TN[d.name]}\'')
+
+
+def _type_error(op: str, arg: str, pos: int, value) -> TypeError:
+    return TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                     f"{type(value).__name__}")
+
+
+def _check_scalar(op: str, arg: str, pos: int, value) -> None:
+    if not isinstance(value, _SCALARS):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor or Number, "
+                        f"not {type(value).__name__}")
+
+
+def check_writable(t: Tensor) -> None:
+    """RuntimeError when several elements of ``t`` share memory (an expanded tensor)."""
+    if has_internal_overlap(t._shape, t._stride) and 0 not in t._shape:
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
+
+
+def check_inplace(self: Tensor, shape: tuple, result: dt.DType) -> None:
+    """An in-place result must be writable, keep ``self``'s shape and cast to its dtype."""
+    check_writable(self)
+    if shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast "
+                           f"shape {list(shape)}")
+    if not dt.can_cast(result, self._dtype):
+        raise RuntimeError(f"result type {_TN[result.name]} can't be cast to the desired "
+                           f"output type {_TN[self._dtype.name]}")
+
+
+# How an op treats ``out=``'s dtype: castable (default), exactly the result's, bool only, or
+# no ``out`` argument at all (torch's structured kernels differ here).
+OUT_RULES = {"neg": "exact", "abs": "exact", "sign": "exact", "floor": "exact",
+             "ceil": "exact", "trunc": "exact", "frac": "exact", "bitwise_not": "exact",
+             "round": "exact", "clamp_scalar": "exact", "nan_to_num": "exact",
+             "where": "exact", "relu": "none", "isnan": "none", "isinf": "none",
+             "isfinite": "none", "isposinf": "bool", "isneginf": "bool"}
+
+
+def check_out(out, shape: tuple, result: dt.DType, name: str = "") -> None:
+    """``out=`` must be a tensor the result can be cast to (its shape is resized)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    rule = OUT_RULES.get(name)
+    if rule is not None and out._dtype is not result:
+        if rule == "exact":
+            raise RuntimeError(f"Found dtype {_TN[out._dtype.name]} but expected "
+                               f"{_TN[result.name]}")
+        if rule == "bool":
+            raise RuntimeError(f"{name} does not support non-boolean outputs.")
+    if not dt.can_cast(result, out._dtype):
+        raise RuntimeError(f"result type {_TN[result.name]} can't be cast to the desired "
+                           f"output type {_TN[out._dtype.name]}")
+
+
+def _spec(plan: tuple, out, name: str = "") -> Spec:
+    if out is not None:
+        check_out(out, plan[0], plan[2], name)
+    return Spec(plan[0], plan[2])
+
+
+def inplace_spec(name: str, self: Tensor, spec: Spec) -> Spec:
+    """Check that an in-place op's result fits ``self``: same shape, castable dtype."""
+    check_inplace(self, spec.shape, spec.dtype)
+    return Spec(self._shape, self._dtype)
+
+
+# -- plans: (shape, compute dtype, result dtype) ----------------------------------------------
+def unary_plan(name: str, row: Unary, self) -> tuple:
+    """Validate a unary op's input; return its (shape, compute, result) dtypes."""
+    if not isinstance(self, Tensor):
+        raise _type_error(name, "input", 1, self)
+    if row.kind == "square":
+        comp, res = promoted_dtype(P.DEFAULT, self, 2)
+    else:
+        comp, res = promoted_dtype(row.kind, self)
+    if comp.category not in row.cats:
+        if row.bool_error and comp is dt.bool_:
+            raise RuntimeError(row.bool_error)
+        raise not_implemented(f"{name}_cpu", comp)
+    return self._shape, comp, res
+
+
+def unary_spec(kind: Promotion, self: Tensor) -> Spec:
+    """Spec of a unary pointwise op of promotion ``kind`` on ``self`` (no dtype checks)."""
+    return Spec(self._shape, promoted_dtype(kind, self)[1])
+
+
+def binary_plan(name: str, row: Binary, input, other) -> tuple:
+    """Validate a binary op's operands (tensor or scalar, per ``row``); return its plan."""
+    if isinstance(input, Tensor):
+        if isinstance(other, Tensor):
+            shape = input._shape if input._shape == other._shape else \
+                broadcast_shapes(input._shape, other._shape)
+        else:
+            if not row.scalar_other:
+                raise _type_error(name, "other", 2, other)
+            _check_scalar(name, "other", 2, other)
+            shape = input._shape
+    elif isinstance(other, Tensor) and row.scalar_self:
+        _check_scalar(name, "self", 1, input)
+        shape = other._shape
+    else:
+        raise _type_error(name, "input", 1, input)
+    comp, res = promoted_dtype(row.kind, input, other)
+    if comp.category not in row.cats:
+        raise not_implemented(f"{name}_cpu", comp)
+    check = _BINARY_CHECKS.get(name)
+    if check is not None:
+        check(input, other, comp)
+    return shape, comp, res
+
+
+def binary_spec(kind: Promotion, input, other) -> Spec:
+    """Spec of a binary pointwise op: broadcast shape, promoted dtype (no dtype checks)."""
+    if not isinstance(input, Tensor):
+        raise _type_error("binary op", "input", 1, input)
+    shape = broadcast_shapes(input._shape, other._shape) if isinstance(other, Tensor) \
+        else input._shape
+    return Spec(shape, promoted_dtype(kind, input, other)[1])
+
+
+def _is_bool(x) -> bool:
+    return x._dtype is dt.bool_ if isinstance(x, Tensor) else isinstance(x, bool)
+
+
+def _check_sub(input, other, comp) -> None:
+    if _is_bool(input) and _is_bool(other):
+        raise RuntimeError(_SUB_BOOL2)
+    if _is_bool(input) or _is_bool(other):
+        raise RuntimeError(_SUB_BOOL)
+
+
+def _check_pow(input, other, comp) -> None:
+    if comp is dt.bool_ and (isinstance(other, Tensor) or not isinstance(input, Tensor)):
+        raise not_implemented("pow", comp)
+    if comp.category == _I and not isinstance(other, Tensor | bool) and \
+            isinstance(other, int) and other < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+_BINARY_CHECKS = {"sub": _check_sub, "pow": _check_pow}
+
+
+def check_alpha(alpha, result: dt.DType) -> None:
+    """torch's rules for ``alpha`` of add/sub: no bool alpha for non-bool, no float for ints."""
+    if isinstance(alpha, bool):
+        if result is not dt.bool_:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, float) and result.category != _F:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    elif not isinstance(alpha, int | float):
+        raise TypeError(f"alpha must be a Number, not {type(alpha).__name__}")
+
+
+# -- declaring the tables ---------------------------------------------------------------------
+def _export(name: str, fn) -> None:
+    globals()[name] = fn
+    __all__.append(name)
+
+
+def _declare_unary(name: str, row: Unary):
     def rule(self, *, out=None):
-        return unary_spec(kind, self)
+        return _spec(unary_plan(name, row, self), out, name)
 
-    rule.__doc__ = f"{doc}\n\nShape: same as ``input``."
-    op = operator(f"{name}(Tensor self, *, Tensor(a!)? out=None) -> Tensor", (Tag.pointwise,))(
-        rule)
+    if OUT_RULES.get(name) == "none":
+        def rule(self):  # noqa: F811
+            return _spec(unary_plan(name, row, self), None)
 
-    def rule_(self):
-        return inplace_spec(name + "_", self, unary_spec(kind, self))
+    rule.__doc__ = f"""{row.doc}
 
-    rule_.__doc__ = f"In-place :func:`{name}`."
-    op_ = operator(f"{name}_(Tensor(a!) self) -> Tensor(a!)", (Tag.pointwise, Tag.inplace))(
-        rule_)
-    INPLACE[name] = op_
-    return op, op_
+    Args:
+        input: a tensor. out: optional output tensor (resized; result dtype must cast to it).
+
+    Shape: same as ``input``. Dtypes follow ``torch.{name}``.
+    """
+    out_arg = "" if OUT_RULES.get(name) == "none" else ", *, Tensor(a!)? out=None"
+    op = operator(f"{name}(Tensor self{out_arg}) -> Tensor", (Tag.pointwise,))(rule)
+    _export(name, op)
+    if row.inplace:
+        def rule_(self):
+            shape, _, res = unary_plan(name, row, self)
+            check_inplace(self, shape, res)
+            return Spec(self._shape, self._dtype)
+
+        rule_.__doc__ = f"In-place :func:`{name}`; bumps ``self``'s version once."
+        op_ = operator(f"{name}_(Tensor(a!) self) -> Tensor(a!)",
+                       (Tag.pointwise, Tag.inplace))(rule_)
+        INPLACE[name] = op_
+        _export(name + "_", op_)
 
 
-def _declare_binary(name: str, kind: Promotion, doc: str, alpha: bool):
-    extra = ", Scalar alpha=1" if alpha else ""
-    if alpha:
+def _declare_binary(name: str, row: Binary):
+    if row.alpha:
         def rule(input, other, *, alpha=1, out=None):
-            return binary_spec(kind, input, other)
+            plan = binary_plan(name, row, input, other)
+            check_alpha(alpha, plan[2])
+            return _spec(plan, out)
 
         def rule_(self, other, *, alpha=1):
-            return inplace_spec(name + "_", self, binary_spec(kind, self, other))
+            shape, _, res = binary_plan(name, row, self, other)
+            check_alpha(alpha, res)
+            check_inplace(self, shape, res)
+            return Spec(self._shape, self._dtype)
     else:
         def rule(input, other, *, out=None):
-            return binary_spec(kind, input, other)
+            return _spec(binary_plan(name, row, input, other), out)
 
         def rule_(self, other):
-            return inplace_spec(name + "_", self, binary_spec(kind, self, other))
+            shape, _, res = binary_plan(name, row, self, other)
+            check_inplace(self, shape, res)
+            return Spec(self._shape, self._dtype)
 
-    rule.__doc__ = f"{doc}\n\nShape: the broadcast of ``input`` and ``other``."
-    rule_.__doc__ = f"In-place :func:`{name}`."
+    extra = ", Scalar alpha=1" if row.alpha else ""
+    rule.__doc__ = f"""{row.doc}
+
+    Args:
+        input, other: tensors{' or Python scalars' if row.scalar_other else ''}, broadcast
+            together. out: optional output tensor.
+
+    Shape: the broadcast of ``input`` and ``other``. Dtypes follow ``torch.{name}``.
+    """
+    rule_.__doc__ = f"In-place :func:`{name}`; bumps ``self``'s version once."
     op = operator(f"{name}.Tensor(Tensor self, Tensor other, *{extra}, Tensor(a!)? out=None) "
                   "-> Tensor", (Tag.pointwise,))(rule)
-    op_ = operator(f"{name}_.Tensor(Tensor(a!) self, Tensor other, *{extra}) -> Tensor(a!)",
-                   (Tag.pointwise, Tag.inplace))(rule_)
+    _export(name, op)
+    if row.inplace:
+        op_ = operator(f"{name}_.Tensor(Tensor(a!) self, Tensor other, *{extra}) -> Tensor(a!)",
+                       (Tag.pointwise, Tag.inplace))(rule_)
+        INPLACE[name] = op_
+        _export(name + "_", op_)
+
+
+for _name, _row in UNARY.items():
+    _declare_unary(_name, _row)
+for _name, _row in BINARY.items():
+    _declare_binary(_name, _row)
+
+
+# -- irregular ops ----------------------------------------------------------------------------
+_ROUNDING = (None, "trunc", "floor")
+
+
+def div_plan(input, other, rounding_mode) -> tuple:
+    """Plan of :func:`div`: true division promotes ints to float; rounded division does not."""
+    if rounding_mode not in _ROUNDING:
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    row = _DIV_ROWS[rounding_mode]
+    return binary_plan("div" if rounding_mode is None else f"div_{rounding_mode}", row,
+                       input, other)
+
+
+_DIV_ROWS = {None: Bn(P.INT_TO_FLOAT, ANY, True, True, True, ""),
+             "trunc": Bn(P.DEFAULT, NUM, True, True, True, ""),
+             "floor": Bn(P.DEFAULT, NUM, True, True, True, "")}
+
+
+@operator("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None, "
+          "Tensor(a!)? out=None) -> Tensor", (Tag.pointwise,))
+def div(input, other, *, rounding_mode=None, out=None):
+    """Divides ``input`` by ``other``.
+
+    ``rounding_mode=None`` is true division (ints become the default float dtype);
+    ``'trunc'`` rounds toward zero and ``'floor'`` toward -inf, keeping integer dtypes
+    (integer division by zero raises ``RuntimeError: ZeroDivisionError``, like torch).
+
+    Shape: the broadcast of ``input`` and ``other``.
+
+    Example:
+        >>> ember.div(ember.tensor([3, -3]), 2, rounding_mode="floor").tolist()
+        [1, -2]
+    """
+    return _spec(div_plan(input, other, rounding_mode), out)
+
+
+@operator("div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode=None) -> "
+          "Tensor(a!)", (Tag.pointwise, Tag.inplace))
+def div_(self, other, *, rounding_mode=None):
+    """In-place :func:`div`."""
+    shape, _, res = div_plan(self, other, rounding_mode)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+INPLACE["div"] = div_
+__all__ += ["div", "div_"]
+
+
+def _scalar_exponent(exponent) -> bool:
+    return not isinstance(exponent, Tensor)
+
+
+@operator("round.decimals(Tensor self, *, int decimals=0, Tensor(a!)? out=None) -> Tensor",
+          (Tag.pointwise,))
+def round(input, *, decimals=0, out=None):  # noqa: A001
+    """Rounds to ``decimals`` decimal places, halves to even (``torch.round``).
+
+    Integer tensors are returned unchanged for ``decimals=0`` and rejected otherwise.
+
+    Shape: same as ``input``.
+
+    Example:
+        >>> ember.round(ember.tensor([0.5, 1.5, 2.25]), decimals=1).tolist()
+        [0.5, 1.5, 2.2]
+    """
+    return _spec(round_plan(input, decimals), out, "round")
+
+
+def round_plan(input, decimals) -> tuple:
+    """Plan of :func:`round`."""
+    plan = unary_plan("round", _ROUND_ROW, input)
+    if decimals != 0 and plan[1].category != _F:
+        raise not_implemented("round_cpu", plan[1])
+    return plan
+
+
+_ROUND_ROW = U(P.DEFAULT, NUM, True, "")
+
+
+@operator("round_.decimals(Tensor(a!) self, *, int decimals=0) -> Tensor(a!)",
+          (Tag.pointwise, Tag.inplace))
+def round_(self, *, decimals=0):
+    """In-place :func:`round`."""
+    shape, _, res = round_plan(self, decimals)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+_LOGIT_ROW = U(P.INT_TO_FLOAT, ANY, True, "")
+
+
+@operator("logit(Tensor self, float? eps=None, *, Tensor(a!)? out=None) -> Tensor",
+          (Tag.pointwise,))
+def logit(input, eps=None, *, out=None):
+    """``log(p / (1 - p))``; with ``eps``, ``p`` is first clamped to ``[eps, 1 - eps]``.
+
+    Shape: same as ``input``. Integer inputs give the default float dtype.
+
+    Example:
+        >>> ember.logit(ember.tensor([0.5])).tolist()
+        [0.0]
+    """
+    return _spec(unary_plan("logit", _LOGIT_ROW, input), out)
+
+
+@operator("logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)",
+          (Tag.pointwise, Tag.inplace))
+def logit_(self, eps=None):
+    """In-place :func:`logit`."""
+    shape, _, res = unary_plan("logit", _LOGIT_ROW, self)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+_ANY_ROW = U(P.DEFAULT, ANY, True, "")
+
+
+@operator("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, "
+          "Tensor(a!)? out=None) -> Tensor", (Tag.pointwise,))
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """Replaces NaN by ``nan``, +inf by ``posinf`` and -inf by ``neginf``.
+
+    The infinities default to the dtype's largest and lowest finite values; integer and bool
+    tensors are copied unchanged.
+
+    Shape: same as ``input``.
+
+    Example:
+        >>> ember.nan_to_num(ember.tensor([float("nan"), 1.0])).tolist()
+        [0.0, 1.0]
+    """
+    plan = unary_plan("nan_to_num", _ANY_ROW, input)
+    if out is not None and out._dtype is not plan[2]:
+        raise RuntimeError(f"nan_to_num: dtype of out: {_TN[out._dtype.name]} should be same as "
+                           f"input: {_TN[plan[2].name]}")
+    return _spec(plan, out)
+
+
+@operator("nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, "
+          "float? neginf=None) -> Tensor(a!)", (Tag.pointwise, Tag.inplace))
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    """In-place :func:`nan_to_num` (a no-op without overlap checks for non-float, as torch)."""
+    if self._dtype.is_floating_point:
+        check_inplace(self, self._shape, self._dtype)
+    return Spec(self._shape, self._dtype)
+
+
+__all__ += ["round", "round_", "logit", "logit_", "nan_to_num", "nan_to_num_"]
+
+
+# -- where, clamp, lerp, addcmul/addcdiv ------------------------------------------------------
+def where_plan(condition, input, other) -> tuple:
+    """Plan of :func:`where`: broadcast of all three; result_type of ``input`` and ``other``."""
+    if not isinstance(condition, Tensor):
+        raise _type_error("where", "condition", 1, condition)
+    if condition._dtype is not dt.bool_ and condition._dtype is not dt.uint8:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {_TN[condition._dtype.name]}")
+    shapes = [condition._shape]
+    for pos, (arg, x) in enumerate((("input", input), ("other", other)), 2):
+        if isinstance(x, Tensor):
+            shapes.append(x._shape)
+        else:
+            _check_scalar("where", arg, pos, x)
+    shape = broadcast_shapes(*shapes)
+    comp, res = promoted_dtype(P.DEFAULT, input, other)
+    return shape, comp, res
+
+
+@operator("where.self(Tensor condition, Tensor? self=None, Tensor? other=None, *, "
+          "Tensor(a!)? out=None) -> Tensor", (Tag.pointwise,), method=False)
+def where(condition, input=None, other=None, *, out=None):
+    """Elements of ``input`` where ``condition`` is True, else of ``other``.
+
+    ``input`` and ``other`` may be Python scalars; the result dtype is their
+    ``result_type``. (``where(condition)`` alone is ``nonzero(condition, as_tuple=True)``.)
+
+    Shape: the broadcast of the three arguments.
+
+    Example:
+        >>> ember.where(ember.tensor([True, False]), 1.0, 0).tolist()
+        [1.0, 0.0]
+    """
+    if input is None and other is None:
+        raise NotImplementedError("where(condition) has a data-dependent shape; it needs data")
+    plan = where_plan(condition, input, other)
+    if out is not None and out._dtype is not plan[2]:
+        raise RuntimeError(f"Expected out type to be {_TN[plan[2].name]} but got "
+                           f"{_TN[out._dtype.name]}")
+    return _spec(plan, out)
+
+
+@tensor_method("where")
+def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:
+    """``Tensor.where(condition, other)`` = ``where(condition, self, other)``."""
+    return where(condition, self, other)
+
+
+def _clamp_bound(x):
+    # torch's scalar overload accepts a 0-d tensor as a Scalar
+    return x.item() if isinstance(x, Tensor) and not x._shape else x
+
+
+def clamp_plan(name: str, input, min, max) -> tuple:  # noqa: A002
+    """Plan of :func:`clamp` and friends: result_type of the input and the given bounds."""
+    if not isinstance(input, Tensor):
+        raise _type_error(name, "input", 1, input)
+    if min is None and max is None:
+        raise RuntimeError(f"{name}: At least one of 'min' or 'max' must not be None")
+    shapes = [input._shape]
+    for pos, (arg, b) in enumerate((("min", min), ("max", max)), 2):
+        if isinstance(b, Tensor):
+            shapes.append(b._shape)
+        elif b is not None:
+            _check_scalar(name, arg, pos, b)
+    comp, res = promoted_dtype(P.DEFAULT, input, min, max)
+    if comp is dt.bool_:
+        tensors = isinstance(min, Tensor) + isinstance(max, Tensor)
+        if tensors != 1 or (min is not None and max is not None):
+            raise not_implemented(f"{name}_scalar_cpu" if not tensors else "clamp_cpu", comp)
+    return broadcast_shapes(*shapes), comp, res
+
+
+def clamp_out_rule(min, max) -> str:  # noqa: A002
+    """The Scalar overloads of clamp need ``out`` of exactly the result dtype."""
+    return "clamp" if isinstance(min, Tensor) or isinstance(max, Tensor) else "clamp_scalar"
+
+
+def clamp_args(min, max) -> tuple:  # noqa: A002
+    """torch picks the Scalar overload or the Tensor overload; mixing a dimensioned tensor
+    bound with a Python number matches neither (TypeError). A 0-d tensor passes as a Scalar
+    (on meta, where it has no value, it stays a tensor)."""
+    if isinstance(min, Tensor) != isinstance(max, Tensor) and min is not None and \
+            max is not None:
+        t = min if isinstance(min, Tensor) else max
+        if t._shape:
+            raise TypeError("clamp() received an invalid combination of arguments - got "
+                            "(Tensor, min=Tensor, max=Number); expected both bounds to be "
+                            "Tensors or both Numbers")
+        if t._device.type != "meta":
+            min, max = _clamp_bound(min), _clamp_bound(max)
+    return min, max
+
+
+@operator("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None, *, "
+          "Tensor(a!)? out=None) -> Tensor", (Tag.pointwise,))
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
+    """Clamps every element into ``[min, max]`` (``min(max(input, min), max)``).
+
+    Bounds may be Python scalars or tensors (broadcast), either may be None but not both.
+    When ``min > max`` the result is ``max``, as in torch; NaN propagates.
+
+    Shape: the broadcast of ``input`` and the tensor bounds.
+
+    Example:
+        >>> ember.clamp(ember.tensor([-2, 0, 5]), 0, 3).tolist()
+        [0, 0, 3]
+    """
+    min, max = clamp_args(min, max)
+    return _spec(clamp_plan("clamp", input, min, max), out, clamp_out_rule(min, max))
+
+
+@operator("clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)",
+          (Tag.pointwise, Tag.inplace))
+def clamp_(self, min=None, max=None):  # noqa: A002
+    """In-place :func:`clamp`."""
+    min, max = clamp_args(min, max)
+    shape, _, res = clamp_plan("clamp", self, min, max)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+@operator("clamp_min.Tensor(Tensor self, Tensor min, *, Tensor(a!)? out=None) -> Tensor",
+          (Tag.pointwise,))
+def clamp_min(input, min, *, out=None):  # noqa: A002
+    """``clamp(input, min=min)``. Shape: the broadcast of ``input`` and ``min``."""
+    return _spec(clamp_plan("clamp_min", input, min, None), out, clamp_out_rule(min, None))
+
+
+@operator("clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)",
+          (Tag.pointwise, Tag.inplace))
+def clamp_min_(self, min):  # noqa: A002
+    """In-place :func:`clamp_min`."""
+    shape, _, res = clamp_plan("clamp_min", self, min, None)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+@operator("clamp_max.Tensor(Tensor self, Tensor max, *, Tensor(a!)? out=None) -> Tensor",
+          (Tag.pointwise,))
+def clamp_max(input, max, *, out=None):  # noqa: A002
+    """``clamp(input, max=max)``. Shape: the broadcast of ``input`` and ``max``."""
+    return _spec(clamp_plan("clamp_max", input, None, max), out, clamp_out_rule(None, max))
+
+
+@operator("clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)",
+          (Tag.pointwise, Tag.inplace))
+def clamp_max_(self, max):  # noqa: A002
+    """In-place :func:`clamp_max`."""
+    shape, _, res = clamp_plan("clamp_max", self, None, max)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+def lerp_plan(input, end, weight) -> tuple:
+    """Plan of :func:`lerp`: floating only; ``end`` (and a tensor weight) match ``input``."""
+    if not isinstance(input, Tensor):
+        raise _type_error("lerp", "input", 1, input)
+    if not isinstance(end, Tensor):
+        raise _type_error("lerp", "end", 2, end)
+    shapes = [input._shape, end._shape]
+    d = input._dtype
+    for arg, x in (("end", end), ("weight", weight)):
+        if isinstance(x, Tensor):
+            if x._dtype is not d:
+                raise RuntimeError(f"lerp: expected dtype {d.name} for `{arg}` but got dtype "
+                                   f"{x._dtype.name}")
+            shapes.append(x._shape)
+    if not isinstance(weight, Tensor):
+        _check_scalar("lerp", "weight", 3, weight)
+    if d.category != _F:
+        raise not_implemented("lerp_kernel_scalar", d)
+    return broadcast_shapes(*shapes), d, d
+
+
+@operator("lerp.Tensor(Tensor self, Tensor end, Tensor weight, *, Tensor(a!)? out=None) -> "
+          "Tensor", (Tag.pointwise,))
+def lerp(input, end, weight, *, out=None):
+    """Linear interpolation ``input + weight * (end - input)`` (scalar or tensor weight).
+
+    Shape: the broadcast of the three arguments. Floating dtypes only; all must match.
+
+    Example:
+        >>> ember.lerp(ember.tensor([0.0]), ember.tensor([10.0]), 0.25).tolist()
+        [2.5]
+    """
+    return _spec(lerp_plan(input, end, weight), out)
+
+
+@operator("lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)",
+          (Tag.pointwise, Tag.inplace))
+def lerp_(self, end, weight):
+    """In-place :func:`lerp`."""
+    shape, _, res = lerp_plan(self, end, weight)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+def addc_plan(name: str, input, tensor1, tensor2, value) -> tuple:
+    """Plan of :func:`addcmul` / :func:`addcdiv`: result_type of the three tensors."""
+    for pos, (arg, x) in enumerate((("input", input), ("tensor1", tensor1),
+                                    ("tensor2", tensor2)), 1):
+        if not isinstance(x, Tensor):
+            raise _type_error(name, arg, pos, x)
+    _check_scalar(name, "value", 4, value)
+    if name == "addcdiv" and tensor1._dtype.category != _F and \
+            tensor2._dtype.category != _F:
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
+                           "future release addcdiv will perform a true division of tensor1 and "
+                           "tensor2. The historic addcdiv behavior can be implemented as "
+                           "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) "
+                           "for integer inputs and as (input + value * tensor1 / tensor2) for "
+                           "float inputs. The future addcdiv behavior is just the latter "
+                           "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    comp, res = promoted_dtype(P.DEFAULT, input, tensor1, tensor2)
+    if comp is dt.bool_:
+        raise not_implemented(f"{name}_cpu_out", comp)
+    return broadcast_shapes(input._shape, tensor1._shape, tensor2._shape), comp, res
+
+
+def _declare_addc(name: str, doc: str):
+    def rule(input, tensor1, tensor2, *, value=1, out=None):
+        return _spec(addc_plan(name, input, tensor1, tensor2, value), out)
+
+    def rule_(self, tensor1, tensor2, *, value=1):
+        shape, _, res = addc_plan(name, self, tensor1, tensor2, value)
+        check_inplace(self, shape, res)
+        return Spec(self._shape, self._dtype)
+
+    rule.__doc__ = doc
+    rule_.__doc__ = f"In-place :func:`{name}`."
+    op = operator(f"{name}(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, "
+                  "Tensor(a!)? out=None) -> Tensor", (Tag.pointwise,))(rule)
+    op_ = operator(f"{name}_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, "
+                   "Scalar value=1) -> Tensor(a!)", (Tag.pointwise, Tag.inplace))(rule_)
     INPLACE[name] = op_
-    return op, op_
+    _export(name, op)
+    _export(name + "_", op_)
 
 
-for _name, (_kind, _doc) in UNARY.items():
-    globals()[_name], globals()[_name + "_"] = _declare_unary(_name, _kind, _doc)
-    __all__ += [_name, _name + "_"]
+_declare_addc("addcmul", """``input + value * tensor1 * tensor2``.
 
-for _name, (_kind, _doc, _alpha) in BINARY.items():
-    globals()[_name], globals()[_name + "_"] = _declare_binary(_name, _kind, _doc, _alpha)
-    __all__ += [_name, _name + "_"]
+    ``value`` is cast to the result dtype first (2.5 becomes 2 for integer results, as in
+    torch). Shape: the broadcast of the three tensors.
 
-# torch's aliases
-TENSOR_METHODS["negative"] = globals()["neg"]
-TENSOR_METHODS["greater"] = globals()["gt"]
-TENSOR_METHODS["less"] = globals()["lt"]
-TENSOR_METHODS["multiply"] = globals()["mul"]
-TENSOR_METHODS["subtract"] = globals()["sub"]
+    Example:
+        >>> ember.addcmul(ember.ones(2), ember.ones(2), ember.ones(2), value=3).tolist()
+        [4.0, 4.0]
+    """)
+_declare_addc("addcdiv", """``input + value * tensor1 / tensor2``.
+
+    Integer ``tensor1`` and ``tensor2`` are rejected (torch removed integer addcdiv).
+    Shape: the broadcast of the three tensors.
+
+    Example:
+        >>> ember.addcdiv(ember.ones(2), ember.ones(2), ember.ones(2) * 4).tolist()
+        [1.25, 1.25]
+    """)
+__all__ += ["where", "clamp", "clamp_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_",
+            "lerp", "lerp_"]
+
+
+# -- closeness --------------------------------------------------------------------------------
+def isclose_plan(input, other, rtol, atol) -> tuple:
+    """Plan of :func:`isclose`: same dtypes, non-negative tolerances, bool result."""
+    if not isinstance(input, Tensor):
+        raise _type_error("isclose", "input", 1, input)
+    if not isinstance(other, Tensor):
+        raise _type_error("isclose", "other", 2, other)
+    if input._dtype is not other._dtype:
+        raise RuntimeError(f"{_TN[input._dtype.name]} did not match {_TN[other._dtype.name]}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    return broadcast_shapes(input._shape, other._shape), input._dtype, dt.bool_
+
+
+@operator("isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, "
+          "bool equal_nan=False) -> Tensor", (Tag.pointwise,))
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether ``|input - other| <= atol + rtol * |other|`` elementwise (torch's formula).
+
+    Equal elements (infinities included) are always close; NaNs are close to each other only
+    with ``equal_nan``. Both tensors must have the same dtype.
+
+    Shape: the broadcast of ``input`` and ``other``; bool result.
+
+    Example:
+        >>> ember.isclose(ember.tensor([1.0]), ember.tensor([1.0 + 1e-9])).tolist()
+        [True]
+    """
+    return Spec(*isclose_plan(input, other, rtol, atol)[::2])
+
+
+@composite("allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, "
+           "bool equal_nan=False) -> bool")
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Whether every element of :func:`isclose` is True (a Python bool).
+
+    Example:
+        >>> ember.allclose(ember.tensor([1.0]), ember.tensor([1.0]))
+        True
+    """
+    return bool(numpy_view(isclose(input, other, rtol, atol, equal_nan)).all())
+
+
+@composite("equal(Tensor self, Tensor other) -> bool")
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and equal elements (a Python bool).
+
+    Dtypes may differ; values are compared after promotion (NaN is never equal).
+
+    Example:
+        >>> ember.equal(ember.tensor([1, 2]), ember.tensor([1.0, 2.0]))
+        True
+    """
+    if not isinstance(input, Tensor):
+        raise _type_error("equal", "input", 1, input)
+    if not isinstance(other, Tensor):
+        raise _type_error("equal", "other", 2, other)
+    if input._shape != other._shape:
+        return False
+    return bool(numpy_view(eq(input, other)).all())  # noqa: F821 (declared by the table)
+
+
+__all__ += ["isclose", "allclose", "equal"]
+
+
+# -- composites: positive, rsub, reverse operands ---------------------------------------------
+@composite("positive(Tensor(a) self) -> Tensor(a)")
+def positive(input):
+    """Returns ``input`` itself (``+input``); bool tensors are rejected like torch.
+
+    Example:
+        >>> x = ember.tensor([1, -2]); ember.positive(x) is x
+        True
+    """
+    if not isinstance(input, Tensor):
+        raise _type_error("positive", "input", 1, input)
+    if input._dtype is dt.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@composite("rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", method=False)
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input`` (the reflected subtraction behind ``2 - x``).
+
+    Example:
+        >>> ember.rsub(ember.tensor([1, 2]), 5).tolist()
+        [4, 3]
+    """
+    return sub(other, input, alpha=alpha)  # noqa: F821 (declared by the table)
+
+
+__all__ += ["positive", "rsub"]
+
+
+def _reflect(op_name: str):
+    def method(self: Tensor, other):
+        if not isinstance(other, Tensor | bool | int | float):
+            return NotImplemented
+        return globals()[op_name](other, self)
+
+    method.__name__ = method.__qualname__ = f"_r{op_name}"
+    method.__doc__ = f"``other {op_name} self`` for Python's reflected operator protocol."
+    return method
+
+
+def _reflect_commutative(op_name: str):
+    def method(self: Tensor, other):
+        if not isinstance(other, Tensor | bool | int | float):
+            return NotImplemented
+        return globals()[op_name](self, other)
+
+    method.__doc__ = f"``other {op_name} self`` (commutative, so computed as ``self op other``)."
+    return method
+
+
+TENSOR_METHODS["rsub"] = lambda self, other, alpha=1: rsub(self, other, alpha=alpha)
+for _meth, _op in {"_radd": "add", "_rmul": "mul", "_rand": "bitwise_and",
+                   "_ror": "bitwise_or", "_rxor": "bitwise_xor"}.items():
+    TENSOR_METHODS[_meth] = _reflect_commutative(_op)
+for _meth, _op in {"_rdiv": "div", "_rfloordiv": "floor_divide", "_rremainder": "remainder",
+                   "_rpow": "pow", "_rlshift": "bitwise_left_shift",
+                   "_rrshift": "bitwise_right_shift"}.items():
+    TENSOR_METHODS[_meth] = _reflect(_op)
+
+
+# -- torch's aliases --------------------------------------------------------------------------
+ALIASES = {
+    "negative": "neg", "absolute": "abs", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+    "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2",
+    "fix": "trunc", "clip": "clamp", "multiply": "mul", "subtract": "sub", "divide": "div",
+    "true_divide": "div", "greater": "gt", "less": "lt", "greater_equal": "ge",
+    "less_equal": "le", "not_equal": "ne",
+}
+for _alias, _target in ALIASES.items():
+    _export(_alias, globals()[_target])
+    TENSOR_METHODS[_alias] = globals()[_target]
+    if _target + "_" in globals():
+        _export(_alias + "_", globals()[_target + "_"])
+        TENSOR_METHODS[_alias + "_"] = globals()[_target + "_"]
