@@ -36,16 +36,17 @@ def _numerical_jacobian(func, inputs, out_index, in_index, eps):
     x = inputs[in_index]
     out_numel = _outputs(func, inputs)[out_index].numel()
     jac = np.zeros((x.numel(), out_numel))
-    flat = x.detach().view(-1) if x.is_contiguous() else None
+    target = x.detach()  # shares x's memory: writes perturb the real input
+    shape = tuple(x.shape)
     with no_grad():
         for i in range(x.numel()):
-            target = flat if flat is not None else x.detach().reshape(-1)
-            orig = target[i].item()
-            target[i] = orig + eps
+            idx = tuple(int(k) for k in np.unravel_index(i, shape)) if shape else ()
+            orig = target[idx].item()
+            target[idx] = orig + eps
             plus = _outputs(func, inputs)[out_index].detach().double().reshape(-1).numpy().copy()
-            target[i] = orig - eps
+            target[idx] = orig - eps
             minus = _outputs(func, inputs)[out_index].detach().double().reshape(-1).numpy().copy()
-            target[i] = orig
+            target[idx] = orig
             jac[i] = (plus - minus) / (2 * eps)
     return jac
 
