@@ -25,7 +25,7 @@ from collections.abc import Callable
 from ember.tensor import Tensor, make_tensor
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "gradient_edge",
-           "queue_callback",
+           "queue_callback", "to_dot", "to_svg",
            "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
            "register_multi_grad_hook", "increment_version"]
 
@@ -341,3 +341,71 @@ def queue_callback(callback) -> None:
     """Run ``callback()`` once, when the current backward pass finishes."""
     from ember.autograd.engine import queue_callback as _queue
     _queue(callback)
+
+
+def to_dot(tensor: Tensor, params: dict | None = None, show_saved: bool = True) -> str:
+    """The graph behind ``tensor`` as Graphviz DOT text.
+
+    Nodes are backward functions (with the shapes of their saved tensors), leaves are boxes
+    labelled with their name from ``params`` (``{name: tensor}``) or their shape.
+    """
+    names = {id(t): n for n, t in (params or {}).items()}
+    lines = ["digraph autograd {", '  node [fontname="monospace", fontsize=10];']
+    ids: dict = {}
+
+    def node_id(obj) -> str:
+        if id(obj) not in ids:
+            ids[id(obj)] = f"n{len(ids)}"
+        return ids[id(obj)]
+
+    def label(node: Node) -> str:
+        if isinstance(node, AccumulateGrad):
+            v = node.variable
+            name = names.get(id(v))
+            shape = "x".join(map(str, v._shape)) or "scalar"
+            return f"{name}\\n({shape})" if name else f"leaf ({shape})"
+        text = node.name()
+        saved = getattr(node, "_bound", None) or {}
+        if show_saved:
+            for key, val in saved.items():
+                if isinstance(val, SavedTensor) and val._data is not None:
+                    shape = "x".join(map(str, val._data._shape)) or "scalar"
+                    text += f"\\n{key}: ({shape})"
+        return text
+
+    out_id = "output"
+    lines.append(f'  {out_id} [label="output ({"x".join(map(str, tensor._shape)) or "scalar"})'
+                 '", shape=oval, style=filled, fillcolor=lightgreen];')
+    root = tensor.grad_fn if tensor.grad_fn is not None else (
+        accumulator(tensor) if tensor._requires_grad else None)
+    if root is None:
+        lines.append("}")
+        return "\n".join(lines)
+    lines.append(f"  {node_id(root)} -> {out_id};")
+    seen, stack = set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        style = ', shape=box, style=filled, fillcolor=lightblue' \
+            if isinstance(node, AccumulateGrad) else ", shape=box"
+        lines.append(f'  {node_id(node)} [label="{label(node)}"{style}];')
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                lines.append(f"  {node_id(nxt)} -> {node_id(node)};")
+                stack.append(nxt)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def to_svg(tensor: Tensor, params: dict | None = None) -> str | None:
+    """``to_dot`` rendered by the ``dot`` program; None when Graphviz is not installed."""
+    import shutil
+    import subprocess
+    exe = shutil.which("dot")
+    if exe is None:
+        return None
+    res = subprocess.run([exe, "-Tsvg"], input=to_dot(tensor, params).encode(),
+                         capture_output=True, check=True)
+    return res.stdout.decode()
