@@ -74,6 +74,12 @@ def _no_bool(kernel: str, t: Tensor) -> None:
         raise _not_implemented(kernel, t)
 
 
+def _no_bool_gemm(kernel: str, t: Tensor, shape: tuple, k: int) -> None:
+    """GEMM paths refuse bool, except that an empty result or ``k == 0`` returns early."""
+    if k and math.prod(shape):
+        _no_bool(kernel, t)
+
+
 def _same_mm_dtype(a: Tensor, b: Tensor) -> None:
     if a._dtype is not b._dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
@@ -156,9 +162,10 @@ def _square(name: str, A: Tensor) -> None:
                            f"{A._shape[-2]} by {A._shape[-1]} matrices")
 
 
-def _floating(name: str, A: Tensor, half: str | None = None) -> None:
+def _floating(name: str, A: Tensor, half: str | None = None, empty_too: bool = False) -> None:
     """float32/float64 only; ``half``: torch's kernel name for a NotImplementedError on halfs
-    (None: torch's explicit 'Low precision' RuntimeError)."""
+    (None: torch's explicit 'Low precision' RuntimeError). That kernel is reached only for
+    non-empty inputs unless ``empty_too``."""
     d = A._dtype
     if not d.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
@@ -166,11 +173,12 @@ def _floating(name: str, A: Tensor, half: str | None = None) -> None:
     if d is dt.float16 or d is dt.bfloat16:
         if half is None:
             raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {_tn(A)}")
-        raise _not_implemented(half, A)
+        if empty_too or A.numel():
+            raise _not_implemented(half, A)
 
 
 def _eigh_dtype(A: Tensor) -> None:
-    if A._dtype is not dt.float32 and A._dtype is not dt.float64:
+    if A._dtype is not dt.float32 and A._dtype is not dt.float64 and A.numel():
         raise _not_implemented("linalg_eigh_cpu", A)
 
 
@@ -197,7 +205,7 @@ def matmul(input, other, *, out=None):
     _need_tensor("matmul", "input", 1, input)
     _need_tensor("matmul", "other", 2, other)
     shape, kernel = _matmul_shape(input, other)
-    _no_bool(kernel, input)
+    _no_bool_gemm(kernel, input, shape, input._shape[-1] if kernel != "dot" else 1)
     return Spec(shape, input._dtype)
 
 
@@ -216,7 +224,7 @@ def mm(input, mat2, *, out=None):
         raise RuntimeError("mat2 must be a matrix")
     _same_mm_dtype(input, mat2)
     shape = _mm_shape(input._shape, mat2._shape)
-    _no_bool("addmm_impl_cpu_", input)
+    _no_bool_gemm("addmm_impl_cpu_", input, shape, input._shape[1])
     return Spec(shape, input._dtype)
 
 
@@ -235,7 +243,7 @@ def _bmm_shape(b1: Tensor, b2: Tensor) -> tuple:
 def bmm(input, mat2, *, out=None):
     """Batched matrix product, ``(b, n, m) @ (b, m, p) -> (b, n, p)`` (``torch.bmm``)."""
     shape = _bmm_shape(input, mat2)
-    _no_bool("bmm", input)
+    _no_bool_gemm("bmm", input, shape, input._shape[2])
     return Spec(shape, input._dtype)
 
 
@@ -254,7 +262,10 @@ def _mv_shape(inp: Tensor | None, mat: Tensor, vec: Tensor) -> tuple:
         names = ", ".join(_tn(t) for t in (inp if inp is not None else vec, mat))
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {names}, "
                            f"and {_tn(vec)}")
-    _no_bool("addmv_impl_cpu", mat)
+    if inp is None:
+        _no_bool_gemm("addmv_impl_cpu", mat, (n,), mat._shape[1])
+    else:
+        _fused_dtype(inp, mat, "addmv_impl_cpu", mat._shape[1])
     return (n,)
 
 
@@ -296,10 +307,13 @@ def ger(input, vec2):
     return outer(input, vec2)
 
 
-def _fused_dtype(inp: Tensor, mat: Tensor, kernel: str, what: str = "self and mat2") -> None:
+def _fused_dtype(inp: Tensor, mat: Tensor, kernel: str, k: int,
+                 what: str = "self and mat2") -> None:
     if inp._dtype is not mat._dtype:
         raise RuntimeError(f"{what} must have the same dtype, but got {_tn(inp)} and "
                            f"{_tn(mat)}")
+    if mat._dtype is dt.bool_ and k == 0:  # torch then scales input by beta as a Long
+        raise RuntimeError("result type Long can't be cast to the desired output type Bool")
     _no_bool(kernel, mat)
 
 
@@ -312,7 +326,7 @@ def _addmm_shape(input, mat1, mat2) -> tuple:
                            f"{_tn(mat2)}")
     shape = _mm_shape(mat1._shape, mat2._shape)
     _expand_to(input, shape)
-    _fused_dtype(input, mat2, "addmm_impl_cpu_")
+    _fused_dtype(input, mat2, "addmm_impl_cpu_", mat1._shape[1])
     return shape
 
 
@@ -328,15 +342,14 @@ def _addbmm_shape(input, b1, b2) -> tuple:
                            f"{_mat(b2._shape[1:])})")
     shape = (b1._shape[1], b2._shape[2])
     _expand_to(input, shape)
-    _fused_dtype(input, b1, "addbmm_impl_cpu_", "self and batch1")
-    _fused_dtype(b1, b2, "addbmm_impl_cpu_", "batch1 and batch2")
+    _fused_dtype(input, b1, "addbmm_impl_cpu_", b1._shape[2], "self and batch1")
     return shape
 
 
 def _baddbmm_shape(input, b1, b2) -> tuple:
     shape = _bmm_shape(b1, b2)
     _expand_to(input, shape)
-    _fused_dtype(input, b1, "baddbmm_cpu", "self and batch1")
+    _fused_dtype(input, b1, "baddbmm_cpu", b1._shape[2], "self and batch1")
     return shape
 
 
@@ -439,9 +452,10 @@ def tensordot(a, b, dims=2, out=None):
                                f"in dim {i} and second has size {sy} in dim {j}")
     if a._dtype is not b._dtype:
         raise RuntimeError("both inputs should have same dtype")
-    _no_bool("addmm_impl_cpu_", a)
     shape = tuple(s for i, s in enumerate(a._shape) if i not in ca) + \
         tuple(s for i, s in enumerate(b._shape) if i not in cb)
+    k = math.prod(max(a._shape[x], b._shape[y]) for x, y in zip(ca, cb))
+    _no_bool_gemm("addmm_impl_cpu_", a, shape, k)
     return Spec(shape, a._dtype)
 
 
@@ -567,8 +581,12 @@ def _build_plan(terms, shapes, sizes, ell, ell_labels, out) -> EinsumPlan:
                              for c in ins[-1]))
     out_spelled = spell(out, len(ell))
     shape = tuple(ell[ell_labels.index(c)] if c in ell_labels else sizes[c] for c in out_spelled)
-    per_op = [set(s) for s in ins]
-    users = [sum(c in p for p in per_op) for c in dict.fromkeys("".join(ins))
+    # An operand "uses" a summed label when its dim has the label's full size (a size-1 dim
+    # only broadcasts): torch sums a label used by one operand alone (promoting integers to
+    # int64, like ``sum``) and contracts the others with ``bmm``.
+    full = [{c: n for c, n in zip(s, t) if n == (ell[ell_labels.index(c)] if c in ell_labels
+                                                 else sizes[c])} for s, t in zip(ins, shapes)]
+    users = [sum(c in f for f in full) for c in dict.fromkeys("".join(ins))
              if c not in out_spelled]
     return EinsumPlan(",".join(ins) + "->" + out_spelled, tuple(targets), shape,
                       any(u == 1 for u in users), any(u > 1 for u in users))
@@ -607,7 +625,7 @@ def einsum(equation, *operands):
             raise RuntimeError(f"expected scalar type {_tn(ops[0])} but found {_tn(t)}")
     if d.category != dt.FLOATING and plan.sums_alone:
         d = dt.int64
-    elif d is dt.bool_ and plan.contracts:
+    elif d is dt.bool_ and plan.contracts and math.prod(plan.shape):
         raise _not_implemented("bmm", ops[0])
     return Spec(plan.shape, d)
 
@@ -753,7 +771,7 @@ def linalg_qr(A, mode="reduced", *, out=None):
     if mode not in _QR_MODES:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
-    _floating("linalg.qr", A, "geqrf_cpu")
+    _floating("linalg.qr", A, "geqrf_cpu", empty_too=True)
     _matrix_dims("linalg.qr", A)
     *batch, m, n = A._shape
     batch, k = tuple(batch), min(m, n)
@@ -854,7 +872,10 @@ def linalg_matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, ou
     Shape: ``(*, m, n) -> (*)``, int64.
     """
     if A._dtype is not dt.float32 and A._dtype is not dt.float64:
-        raise RuntimeError("This function doesn't handle types other than float and double")
+        if rtol is None and tol is None:  # torch needs eps for the default rtol first
+            raise RuntimeError("This function doesn't handle types other than float and double")
+        if A.numel():
+            _eigh_dtype(A) if hermitian else _svd_checks(A)
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
                            "2 dimensions.")
@@ -895,7 +916,7 @@ def linalg_matrix_power(A, n, *, out=None):
     if n < 0:
         _floating("linalg.inv", A)
     elif n >= 2:
-        _no_bool("addmm_impl_cpu_", A)
+        _no_bool_gemm("addmm_impl_cpu_", A, A._shape, A._shape[-1])
     return Spec(A._shape, A._dtype)
 
 

@@ -93,7 +93,7 @@ FUSED_PRODUCTS = {"addmm": np.matmul, "addmv": np.matmul, "baddbmm": np.matmul,
 def _fused_compute(prod, input: Tensor, a: Tensor, b: Tensor, beta, alpha, o: Tensor) -> Tensor:
     """``beta * input + alpha * prod(a, b)`` into ``o``; ``beta == 0`` never reads ``input``."""
     c = compute_dtype(o._dtype)
-    if o._dtype.category != dt.FLOATING:
+    if o._dtype.category != dt.FLOATING:  # integer scalars truncate, then wrap like the dtype
         beta, alpha = int(beta), int(alpha)
     dst = arr(o)
     # The product may land in ``o`` first only when that cannot clobber ``input``.
@@ -101,29 +101,48 @@ def _fused_compute(prod, input: Tensor, a: Tensor, b: Tensor, beta, alpha, o: Te
     work = prod(_in(a, c), _in(b, c), dst if direct else None)
     with np.errstate(all="ignore"):
         if alpha != 1:
-            np.multiply(work, alpha, out=work, casting="unsafe")
+            np.multiply(work, np.asarray(alpha).astype(c), out=work, casting="unsafe")
         if beta != 0:
             addend = _in(input, c)
             if beta != 1:
-                addend = np.multiply(addend, beta, dtype=c, casting="unsafe")
+                addend = np.multiply(addend, np.asarray(beta).astype(c), dtype=c,
+                                     casting="unsafe")
             np.add(work, addend, out=work, casting="unsafe")
     if work is not dst:
         np.copyto(dst, work, casting="unsafe")
     return o
 
 
+def _addbmm_half(input: Tensor, a: Tensor, b: Tensor, beta, alpha, o: Tensor) -> Tensor:
+    """Half-type addbmm as PyTorch runs it: one rounded ``addmm_`` per batch element."""
+    c = compute_dtype(o._dtype)
+    x, y = _in(a, c), _in(b, c)
+    acc = np.zeros(o._shape, c) if beta == 0 else \
+        np.multiply(_in(input, c), beta, dtype=c) * np.ones(o._shape, c)
+    if x.shape[0] == 0:
+        return _land(acc, o)
+    for i in range(x.shape[0]):
+        acc = (acc + alpha * np.matmul(x[i], y[i])).astype(o._dtype.np).astype(c)
+    return _land(acc, o)
+
+
 def _register_fused(name: str) -> None:
     op, op_ = getattr(la, name), la.FUSED_INPLACE[name]
     prod = FUSED_PRODUCTS[name]
 
+    def compute(input, a, b, beta, alpha, o):
+        if name == "addbmm" and o._dtype in (dt.float16, dt.bfloat16):
+            return _addbmm_half(input, a, b, beta, alpha, o)
+        return _fused_compute(prod, input, a, b, beta, alpha, o)
+
     def kernel(input, a, b, *, beta=1, alpha=1, out=None):
         spec = op.meta_rule(input, a, b)
-        return _fused_compute(prod, input, a, b, beta, alpha, _out(spec, out, name))
+        return compute(input, a, b, beta, alpha, _out(spec, out, name))
 
     def kernel_(self, a, b, *, beta=1, alpha=1):
         op_.meta_rule(self, a, b)
         self._ver.value += 1
-        return _fused_compute(prod, self, a, b, beta, alpha, self)
+        return compute(self, a, b, beta, alpha, self)
 
     op.register("CPU", kernel)
     op_.register("CPU", kernel_)
@@ -217,7 +236,7 @@ def _linalg_inv(A, *, out=None):
 @la.linalg_det.impl("CPU")
 def _linalg_det(A, *, out=None):
     o = _out(la.linalg_det.meta_rule(A), out, "linalg_det")
-    return _land(np.linalg.det(arr(A)), o) if o.numel() else o
+    return _land(np.linalg.det(_in(A, compute_dtype(A._dtype))), o) if o.numel() else o
 
 
 @la.linalg_slogdet.impl("CPU")
@@ -357,7 +376,8 @@ def _singular_values(a: np.ndarray, hermitian: bool) -> np.ndarray:
 
 @la.linalg_matrix_rank.impl("CPU")
 def _linalg_matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
-    spec = la.linalg_matrix_rank.meta_rule(A, atol=atol, rtol=rtol, hermitian=hermitian)
+    spec = la.linalg_matrix_rank.meta_rule(A, atol=atol, rtol=rtol, hermitian=hermitian,
+                                           tol=tol)
     o = _out(spec, out, "linalg_matrix_rank")
     if tol is not None:
         atol, rtol = tol, 0.0
