@@ -224,15 +224,18 @@ class Operator:
         if kernel is not None:
             return kernel, "fallthrough" if kernel is FALLTHROUGH else "kernel"
         alias = self._alias
+        if key == K.ADInplaceOrView and AliasKey.CompositeImplicitAutograd in alias and \
+                not self._has_backend_kernel():
+            # Decompose before the Python key, as torch does for tensors with autograd keys,
+            # so that dispatch modes see the ops a composite is made of.
+            return alias[AliasKey.CompositeImplicitAutograd], "math kernel"
         if key in BACKEND_KEYS:
             if AliasKey.CompositeExplicitAutograd in alias:
                 return alias[AliasKey.CompositeExplicitAutograd], "default backend kernel"
             if AliasKey.CompositeImplicitAutograd in alias:
                 return alias[AliasKey.CompositeImplicitAutograd], "math kernel"
         if key in AUTOGRAD_KEYS:
-            has_backend = any(k in self._direct for k in BACKEND_KEYS) or (
-                AliasKey.CompositeExplicitAutograd in alias)
-            if AliasKey.CompositeImplicitAutograd in alias and not has_backend:
+            if AliasKey.CompositeImplicitAutograd in alias and not self._has_backend_kernel():
                 return alias[AliasKey.CompositeImplicitAutograd], "math kernel"
             if AliasKey.Autograd in alias:
                 return alias[AliasKey.Autograd], "autograd kernel"
@@ -240,6 +243,10 @@ class Operator:
         if fallback is not None:
             return fallback, "fallthrough" if fallback is FALLTHROUGH else "backend fallback"
         return None, "missing"
+
+    def _has_backend_kernel(self) -> bool:
+        return any(k in self._direct for k in BACKEND_KEYS) or (
+            AliasKey.CompositeExplicitAutograd in self._alias)
 
     def _compute(self, ks: int) -> Callable:
         k = ks

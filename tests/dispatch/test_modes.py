@@ -119,10 +119,6 @@ def test_mode_sees_ops_inside_composites():
     assert values == [3.0, 3.0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a tensor without the Autograd key reaches the Python key before the math kernel runs, so "
-    "the mode sees the composite itself and not its parts; torch decomposes first (its tensors "
-    "always carry Autograd keys). Fix: resolve CompositeImplicitAutograd at ADInplaceOrView"))
 def test_mode_sees_ops_inside_composites_without_autograd_key():
     names, values = _composite_log(requires_grad=False)
     assert names == ["mul.Tensor", "add.Tensor"]
