@@ -4,11 +4,11 @@ This module only re-exports the torch-like namespace; DESIGN.md describes the la
 """
 
 from ember import autograd as autograd
+from ember import backends as _backends  # noqa: F401  (registers kernels)
 from ember import library as library
 from ember import linalg as linalg
-from ember import utils as utils
-from ember import backends as _backends  # noqa: F401  (registers kernels)
 from ember import ops as ops
+from ember import utils as utils
 from ember.autograd.grad_mode import (
     enable_grad,
     inference_mode,
