@@ -391,10 +391,10 @@ def rot90(self: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if nd < 2:
         raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
-    if dims[0] == dims[1] or abs(dims[0] - dims[1]) == nd:
+    a, b = canonical_dim(dims[0], nd), canonical_dim(dims[1], nd)
+    if a == b:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
                            f"and dim1 = {dims[1]}")
-    a, b = canonical_dim(dims[0], nd), canonical_dim(dims[1], nd)
     k %= 4
     if k == 1:
         return transpose(flip(self, (b,)), a, b)
@@ -445,10 +445,10 @@ def repeat_interleave_args(self: Tensor, repeats, dim, output_size):
     """Validate ``repeat_interleave``; returns ``(input, repeats, dim)`` with ``input`` the
     tensor to repeat (``arange`` length for the one-argument form) and ``dim`` canonical."""
     if repeats is None:  # one-argument form: self holds the repeats
-        if len(self._shape) != 1:
-            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         if self._dtype not in (dt.int32, dt.int64):
             raise _not_implemented("repeat_interleave_cpu", self._dtype)
+        if len(self._shape) != 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         return None, self, 0
     if dim is None:
         shape = (numel(self._shape),)
@@ -579,11 +579,11 @@ def diagflat(self: Tensor, offset: int = 0) -> Tensor:
 @operator("trace(Tensor self) -> Tensor")
 def trace(self: Tensor):
     """Sum of the main diagonal of a matrix; integer inputs sum to int64."""
+    if self._dtype is dt.bool_:
+        raise _not_implemented("trace", self._dtype)
     if len(self._shape) != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
                            f"{len(self._shape)}")
-    if self._dtype is dt.bool_:
-        raise _not_implemented("trace", self._dtype)
     return Spec((), self._dtype if self._dtype.is_floating_point else dt.int64)
 
 
@@ -704,7 +704,7 @@ def kthvalue_dim(self: Tensor, k: int, dim: int) -> int:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    if self._dtype is dt.bool_:
+    if self._dtype is dt.bool_ and self._shape:
         raise _not_implemented("kthvalue_cpu", self._dtype)
     return d
 
@@ -900,7 +900,8 @@ def searchsorted_check(seq: Tensor, values, out_int32: bool, right: bool, side, 
             raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same "
                                f"size, but got boundary tensor {list(seq._shape)}and got sorter "
                                f"tensor {list(sorter._shape)}")
-    if result_type(seq, values) is dt.bool_:
+    has_values = numel(values._shape) if isinstance(values, Tensor) else 1
+    if has_values and result_type(seq, values) is dt.bool_:
         raise _not_implemented("searchsorted_out_cpu", dt.bool_)
     return result
 
@@ -936,10 +937,3 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
                            f"dim({len(boundaries._shape)})")
     result = searchsorted_check(boundaries, input, out_int32, right, None, None, out)
     return Spec(input._shape if isinstance(input, Tensor) else (), result)
-
-
-@tensor_method("bucketize")
-def _bucketize_method(self: Tensor, boundaries: Tensor, *, out_int32: bool = False,
-                      right: bool = False) -> Tensor:
-    return bucketize(self, boundaries, out_int32=out_int32, right=right)
-

@@ -239,7 +239,9 @@ def _topk(self, k, dim=-1, largest=True, sorted=True, *, out=None):
     vo, io = _pair_out(spec.shape, self._dtype, out, "topk")
     if vo.numel():
         src = _at_least_1d(self)
-        idx = np.take(stable_argsort(src, d, largest), np.arange(k), axis=d)
+        # a 0-d input yields its element whatever k is (torch's behaviour)
+        keep = np.arange(k if self._shape else 1)
+        idx = np.take(stable_argsort(src, d, largest), keep, axis=d)
         _put(io, idx.reshape(spec.shape))
         _put(vo, np.take_along_axis(src, idx, d).reshape(spec.shape))
     return _pair(sh.topk, vo, io, out)
@@ -282,7 +284,7 @@ def _tensor(values: np.ndarray, dtype: dt.DType, name: str) -> Tensor:
 def _unique_rows(self: Tensor, d: int | None, sort: bool, name: str):
     """(unique, inverse, counts) of the elements (``d`` None) or the slices along ``d``."""
     src = arr(self).reshape(-1) if d is None else np.moveaxis(arr(self), d, 0)
-    rows = _keys(src).reshape(src.shape[0], -1)
+    rows = _keys(src).reshape(src.shape[0], math.prod(src.shape[1:]))
     n = rows.shape[0]
     if not sort:
         order = np.arange(n)
