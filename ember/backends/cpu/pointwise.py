@@ -53,7 +53,7 @@ def _no_zero(b) -> None:
 
 # -- special functions (float64 in, float64 out) ----------------------------------------------
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_ERF_CUT = 2.5
+_ERF_CUT = 2.0
 
 
 def _erf_small(x):
@@ -354,22 +354,38 @@ BINARY_FNS = {
 }
 
 
-def _fast_table(name: str, row, ufunc: bool) -> dict:
-    """dtype -> result dtype for same-dtype tensor pairs that may skip promotion and checks."""
-    fast = {}
+def _scalar_caster(d: dt.DType):
+    npd = d.np
+    if d.category == dt.FLOATING:
+        return npd.type
+    return lambda v: np.asarray(v).astype(npd)  # wraps out-of-range ints like torch
+
+
+def _fast_tables(name: str, row, ufunc: bool) -> tuple[dict, dict]:
+    """Operand kinds whose result needs no promotion, checks or casts (the hot path).
+
+    Returns ``{dtype: result}`` for same-dtype tensor pairs and
+    ``{(dtype, scalar type): (result, scalar caster)}`` for a tensor with a Python scalar.
+    """
+    pairs, scalars = {}, {}
     if not ufunc:
-        return fast
+        return pairs, scalars
     for d in dt.ALL_DTYPES:
         if d is dt.float16 or d is dt.bfloat16:
             continue
         probe = empty_tensor((1,), d)
-        try:
-            _, comp, res = pw.binary_plan(name, row, probe, probe)
-        except (RuntimeError, TypeError):
-            continue
-        if comp is d:
-            fast[d] = res
-    return fast
+        for other, key in ((probe, None), (True, bool), (2, int), (2.5, float)):
+            try:
+                _, comp, res = pw.binary_plan(name, row, probe, other)
+            except (RuntimeError, TypeError):
+                continue
+            if comp is not d:
+                continue
+            if key is None:
+                pairs[d] = res
+            else:
+                scalars[d, key] = (res, _scalar_caster(d))
+    return pairs, scalars
 
 
 def make_binary(name: str, fn, ufunc: bool) -> None:
@@ -377,7 +393,36 @@ def make_binary(name: str, fn, ufunc: bool) -> None:
     row = pw.BINARY[name]
     plan = pw.binary_plan
     natural_bool = row.kind is Promotion.ALWAYS_BOOL
-    fast = _fast_table(name, row, ufunc)
+    pairs, scalars = _fast_tables(name, row, ufunc)
+
+    def fast(input, other):
+        # NOTE [Pointwise hot path]: same-dtype pairs and tensor-scalar calls of plain ufuncs
+        # skip promotion and validation (their results were probed at import); None: slow path.
+        d = input._dtype
+        if isinstance(other, Tensor):
+            if other._dtype is not d:
+                return None
+            res = pairs.get(d)
+            if res is None:
+                return None
+            shape = input._shape
+            if shape != other._shape:
+                shape = broadcast_shapes(shape, other._shape)
+            b = arr(other)
+        else:
+            hit = scalars.get((d, other.__class__))
+            if hit is None:
+                return None
+            res, cast = hit
+            shape = input._shape
+            b = cast(other)
+        o = empty_tensor(shape, res)
+        if d.category != dt.FLOATING:  # integer ufuncs raise no floating-point flags
+            fn(arr(input), b, out=arr(o))
+            return o
+        with ignore_fp_errors():
+            fn(arr(input), b, out=arr(o))
+        return o
 
     def compute(input, other, alpha, dst: np.ndarray, comp: dt.DType) -> None:
         b = _np(other, comp)
@@ -387,24 +432,27 @@ def make_binary(name: str, fn, ufunc: bool) -> None:
         _land(fn, ufunc, (_np(input, comp), b), dst,
               _BOOL if natural_bool else compute_dtype(comp))
 
-    def kernel(input, other, *, alpha=1, out=None):
-        if out is None and isinstance(other, Tensor) and isinstance(input, Tensor) and \
-                other._dtype is input._dtype and alpha.__class__ is int and alpha == 1:
-            res = fast.get(input._dtype)
-            if res is not None:
-                shape = input._shape
-                if shape != other._shape:
-                    shape = broadcast_shapes(shape, other._shape)
-                o = empty_tensor(shape, res)
-                with ignore_fp_errors():
-                    fn(arr(input), arr(other), out=arr(o))
-                return o
+    def slow(input, other, alpha, out):
         shape, comp, res = plan(name, row, input, other)
         if out is not None:
             pw.check_out(out, shape, res, name)
         o = new_output(shape, res, out, name)
         compute(input, other, alpha, arr(o), comp)
         return o
+
+    def kernel(input, other, *, alpha=1, out=None):
+        if out is None and alpha.__class__ is int and alpha == 1 and isinstance(input, Tensor):
+            o = fast(input, other)
+            if o is not None:
+                return o
+        return slow(input, other, alpha, out)
+
+    def kernel_noalpha(input, other, *, out=None):
+        if out is None and isinstance(input, Tensor):
+            o = fast(input, other)
+            if o is not None:
+                return o
+        return slow(input, other, 1, out)
 
     def kernel_(self, other, *, alpha=1):
         shape, comp, res = plan(name, row, self, other)
@@ -413,21 +461,12 @@ def make_binary(name: str, fn, ufunc: bool) -> None:
         compute(self, other, alpha, arr(self), comp)
         return self
 
-    if row.alpha:
-        getattr(pw, name).register("CPU", kernel)
-        if row.inplace:
-            pw.INPLACE[name].register("CPU", kernel_)
-        return
-
-    def kernel_noalpha(input, other, *, out=None):
-        return kernel(input, other, out=out)
-
     def kernel_noalpha_(self, other):
         return kernel_(self, other)
 
-    getattr(pw, name).register("CPU", kernel_noalpha)
+    getattr(pw, name).register("CPU", kernel if row.alpha else kernel_noalpha)
     if row.inplace:
-        pw.INPLACE[name].register("CPU", kernel_noalpha_)
+        pw.INPLACE[name].register("CPU", kernel_ if row.alpha else kernel_noalpha_)
 
 
 for _name, (_fn, _ufunc) in UNARY_FNS.items():
