@@ -9,10 +9,14 @@ NOTE [Reduction dims]
 for ``all``/``any`` where it reduces nothing. A 0-d tensor accepts ``dim`` 0 and -1 and
 reduces nothing. Repeated dims raise ``RuntimeError`` and out-of-range ones ``IndexError``,
 both with torch's messages. Integer and bool inputs of sum-like ops accumulate in int64.
+
+Length: about 40 operators with their docstrings share the plans above them; split by
+sub-family (statistics, norms, order statistics) if it grows further.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections import namedtuple
 
@@ -171,13 +175,13 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
 def mean_plan(name: str, input: Tensor, dim, keepdim: bool, dtype, out) -> tuple[tuple, Spec]:
     """dims and Spec of mean/nanmean: floating inputs (or a floating ``dtype``) only."""
     _require_tensor(name, input)
+    if name == "nanmean" and not _is_float(input._dtype):
+        raise RuntimeError("nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {tname(input._dtype)}")
     if dtype is not None and not _is_float(dtype):
         raise RuntimeError(f"{name}(): could not infer output dtype. Optional dtype must be "
                            f"either a floating point or complex dtype. Got: {tname(dtype)}")
     if dtype is None and not _is_float(input._dtype):
-        if name == "nanmean":
-            raise RuntimeError("nanmean(): expected input to have floating point or complex "
-                               f"dtype but got {tname(input._dtype)}")
         raise RuntimeError(f"{name}(): could not infer output dtype. Input dtype must be either "
                            f"a floating point or complex dtype. Got: {tname(input._dtype)}")
     dims = reduction_dims(input._shape, dim)
@@ -301,16 +305,15 @@ def min(input, dim=None, keepdim=False, *, other=None, out=None):  # noqa: A001
 def amax_plan(name: str, input: Tensor, dim, keepdim: bool) -> tuple[tuple, Spec]:
     """dims and Spec of amax/amin: no identity, so empty reductions raise like torch."""
     _require_tensor(name, input)
-    dims = reduction_dims(input._shape, dim)
     unspecified = dim is None or (isinstance(dim, list | tuple) and not dim)
     if unspecified and numel(input._shape) == 0:
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                            "== 0. Specify the reduction dim with the 'dim' argument.")
-    if not unspecified:
-        given = [dim] if isinstance(dim, int) else list(dim)
-        for g in given:
-            _check_nonempty_dims(name, input._shape, (canonical_dim(g, len(input._shape)),)
-                                 if input._shape else (), shown=g)
+    if not unspecified and input._shape:  # torch checks sizes before repeated dims
+        for g in [dim] if isinstance(dim, int) else list(dim):
+            _check_nonempty_dims(name, input._shape, (canonical_dim(g, len(input._shape)),),
+                                 shown=g)
+    dims = reduction_dims(input._shape, dim)
     return dims, Spec(reduced_shape(input._shape, dims, keepdim), input._dtype)
 
 
@@ -477,7 +480,9 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     Shape: as :func:`sum`.
     """
     _require_tensor("logsumexp", input)
-    if isinstance(dim, list | tuple) and not dim and input._shape:
+    # torch's quirk: an empty dim list reduces everything, then fails to squeeze the result
+    if isinstance(dim, list | tuple) and not dim and not keepdim and numel(input._shape) and \
+            input._shape:
         raise RuntimeError(f"output with shape [] doesn't match the broadcast shape "
                            f"{[1] * len(input._shape)}")
     dims = reduction_dims(input._shape, dim)
@@ -562,7 +567,7 @@ def matrix_norm_plan(A: Tensor, ord, dim, keepdim: bool, dtype) -> tuple[tuple, 
     if ord in ("nuc", 2, -2) and res.itemsize == 2:
         raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {tname(res)}")
     rows, cols = A._shape[d0], A._shape[d1]
-    empty_axis = {-1: cols, -_INF: rows, -2: min(rows, cols)}.get(ord)
+    empty_axis = {-1: cols, -_INF: rows, -2: builtins.min(rows, cols)}.get(ord)
     if empty_axis == 0:
         raise IndexError(f"amin(): Expected reduction dim {-1 if ord == -2 else 0} to have "
                          "non-zero size.")
@@ -608,7 +613,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if isinstance(p, str):
         if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
             return linalg_vector_norm(input, 2, dim, keepdim, dtype=dtype, out=out)
-        mdim = (-2, -1) if dim is None else dim
+        mdim = tuple(range(input.dim())) if dim is None else dim
         return linalg_matrix_norm(input, p, mdim, keepdim, dtype=dtype, out=out)
     return linalg_vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
 
@@ -689,6 +694,8 @@ def cumprod(input, dim, *, dtype=None, out=None):
 
 def _inplace_scan_spec(name: str, self: Tensor, dim, dtype) -> Spec:
     check_writable(self)
+    if self._dtype is dt.bool_ and dtype is None and self._shape and numel(self._shape):
+        raise NotImplementedError(f"\"{name[:-1]}_out_cpu\" not implemented for 'Bool'")
     spec = scan_plan(name, self, dim, dtype if dtype is not None else self._dtype, None)[1]
     return Spec(self._shape, self._dtype) if spec.dtype is self._dtype else spec
 
@@ -709,7 +716,10 @@ def cumprod_(self, dim, *, dtype=None):
 
 def _cum_extremum(name: str, input: Tensor, dim):
     _require_tensor(name, input)
-    single_dim(name, input._shape, dim)
+    if not input._shape and dim not in (0, -1):
+        raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
+    if numel(input._shape):  # torch skips the dim check for empty inputs
+        single_dim(name, input._shape, dim)
     return Spec(input._shape, input._dtype), Spec(input._shape, dt.int64)
 
 
@@ -762,7 +772,8 @@ def _check_sortable(name: str, input: Tensor) -> None:
 def _median_all(input):
     """Lower median of all elements (NaN if any is NaN; NaN when empty)."""
     _require_tensor("median", input)
-    _check_sortable("median_cpu", input)
+    if numel(input._shape):
+        _check_sortable("median_cpu", input)
     return Spec((), input._dtype)
 
 
@@ -770,7 +781,8 @@ def _median_all(input):
 def _nanmedian_all(input):
     """Lower median of the non-NaN elements (NaN when there are none)."""
     _require_tensor("nanmedian", input)
-    _check_sortable("median_cpu", input)
+    if numel(input._shape):
+        _check_sortable("median_cpu", input)
     return Spec((), input._dtype)
 
 
@@ -778,16 +790,18 @@ def _nanmedian_all(input):
           "(Tensor values, Tensor indices)", R, method=False)
 def _median_dim(input, dim, keepdim=False, *, out=None):
     """(values, indices) of the lower median along ``dim``; NaN propagates."""
+    specs = _values_indices("median", input, dim, keepdim)
     _check_sortable("median_out", input)
-    return _values_indices("median", input, dim, keepdim)
+    return specs
 
 
 @operator("nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> "
           "(Tensor values, Tensor indices)", R, method=False)
 def _nanmedian_dim(input, dim, keepdim=False, *, out=None):
     """(values, indices) of the lower median of the non-NaN values along ``dim``."""
+    specs = _values_indices("nanmedian", input, dim, keepdim)
     _check_sortable("median_out", input)
-    return _values_indices("nanmedian", input, dim, keepdim)
+    return specs
 
 
 _median_dim.result_tuple = return_types.median
@@ -853,8 +867,11 @@ def quantile_plan(name: str, input: Tensor, q, dim, keepdim: bool, interpolation
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest, but got {interpolation}")
-    dims = reduction_dims(input._shape, dim) if dim is not None else \
-        tuple(range(len(input._shape)))
+    if dim is None:
+        dims = tuple(range(len(input._shape)))
+    else:
+        d = single_dim(name, input._shape, dim)
+        dims = (d,) if input._shape else ()
     shape = reduced_shape(input._shape, dims, keepdim)
     if isinstance(q, Tensor) and q._shape:
         shape = (q._shape[0], *shape)
@@ -874,8 +891,6 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
 
     Shape: ``input`` reduced over ``dim``, with ``len(q)`` prepended for a 1-d ``q``.
     """
-    if dim is not None:
-        single_dim("quantile", input._shape, dim)
     return quantile_plan("quantile", input, q, dim, keepdim, interpolation)[1]
 
 
@@ -885,6 +900,4 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
     Shape: as :func:`quantile`.
     """
-    if dim is not None:
-        single_dim("nanquantile", input._shape, dim)
     return quantile_plan("nanquantile", input, q, dim, keepdim, interpolation)[1]

@@ -43,7 +43,9 @@ def _wide(a: np.ndarray) -> np.ndarray:
 def _land(result, spec, out: Tensor | None, name: str) -> Tensor:
     o = new_output(spec.shape, spec.dtype, out, name)
     if numel(spec.shape):
-        np.copyto(arr(o), np.reshape(result, spec.shape), casting="unsafe")
+        if np.ndim(result):
+            result = np.reshape(result, spec.shape)
+        np.copyto(arr(o), result, casting="unsafe")
     return o
 
 
@@ -85,7 +87,10 @@ def _make_sum(name: str, np_fn) -> None:
             return _land(None, spec, out, name)
         a = _src(input, dtype)
         acc = _acc(spec.dtype)
-        if a.dtype.itemsize == 2 and acc == _F32:
+        if name == "prod" and spec.dtype.itemsize == 2 and acc == _F32:
+            acc = spec.dtype.np  # torch's half prod rounds after every multiply
+            a = a.astype(acc, copy=False)
+        elif a.dtype.itemsize == 2 and acc == _F32:
             a = a.astype(_F32)
         with ignore_fp_errors():
             r = np_fn(a, axis=dims, dtype=acc, keepdims=keepdim)
@@ -205,7 +210,27 @@ def _var_and_mean(input, dims, correction, keepdim):
         dev = a - m
         ss = np.sum(dev * dev, axis=dims, keepdims=keepdim)
         v = ss / np.asarray(max(n - correction, 0), a.dtype)
+        m = _welford_inf(a, dims, m)
     return v, m if keepdim else np.squeeze(m, axis=dims)
+
+
+def _welford_inf(a: np.ndarray, dims: tuple, m: np.ndarray) -> np.ndarray:
+    """The mean torch's Welford pass reports when a slice holds an infinity.
+
+    NOTE [Welford and infinities]
+    torch's var_mean/std_mean update a running mean; once it is infinite, every later element
+    turns it into NaN. So a slice's mean is +-inf only when its single infinity comes last
+    (in C order over the reduced dims), NaN otherwise; finite slices keep the two-pass mean.
+    """
+    infs = np.isinf(a)
+    if not infs.any() or not dims:
+        return m
+    last = np.moveaxis(a, dims, range(a.ndim - len(dims), a.ndim))
+    last = last.reshape(last.shape[:a.ndim - len(dims)] + (-1,))[..., -1]
+    last = np.expand_dims(last, dims)
+    count = np.sum(infs, axis=dims, keepdims=True)
+    lone_last = (count == 1) & np.isinf(last)
+    return np.where(count == 0, m, np.where(lone_last, last, np.nan)).astype(m.dtype)
 
 
 def _make_var(name: str, root: bool, with_mean: bool) -> None:
@@ -248,11 +273,20 @@ def _logsumexp(input, dim, keepdim=False, *, out=None):
     a = arr(input).astype(compute_dtype(spec.dtype), copy=False)
     if _count(a.shape, dims) == 0:
         return _land(-np.inf, spec, out, "logsumexp")
-    with ignore_fp_errors():
+    rnd = _rounder(spec.dtype)
+    with ignore_fp_errors():  # torch runs amax, sub, exp, sum, log, add in the result dtype
         m = np.max(a, axis=dims, keepdims=True)
         m = np.where(np.isfinite(m), m, 0).astype(a.dtype)
-        r = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
+        e = rnd(np.exp(rnd(a - m)))
+        r = rnd(np.log(rnd(np.sum(e, axis=dims, keepdims=True)))) + m
     return _land(r, spec, out, "logsumexp")
+
+
+def _rounder(d: dt.DType):
+    """Round float32 intermediates to a half dtype (torch's op-by-op composites do)."""
+    if d.itemsize != 2:
+        return lambda x: x
+    return lambda x: x.astype(d.np).astype(_F32)
 
 
 def _vector_norm(a: np.ndarray, ord, dims: tuple, keepdim: bool) -> np.ndarray:
@@ -288,6 +322,9 @@ def _matrix_norm(a: np.ndarray, ord) -> np.ndarray:
     if ord == "fro":
         return np.sqrt(np.sum(a * a, axis=(-2, -1)))
     if ord in ("nuc", 2, -2):
+        if not np.isfinite(a).all():
+            raise RuntimeError("linalg.svd: The algorithm failed to converge because the input "
+                               "matrix contained non-finite values.")
         s = np.linalg.svd(a, compute_uv=False)
         return np.sum(s, axis=-1) if ord == "nuc" else (s.max(-1) if ord == 2 else s.min(-1))
     a = np.abs(a)
@@ -439,6 +476,11 @@ def _median_rows(a: np.ndarray, skip_nan: bool) -> tuple[np.ndarray, np.ndarray]
     return np.where(has_nan, np.nan, vals), np.where(has_nan, np.argmax(nan, axis=-1), idx)
 
 
+# torch writes NaN into an empty median's result; these are what C's NaN casts leave there
+_EMPTY_MEDIAN = {"int8": 0, "int16": 0, "uint8": 0, "int32": np.iinfo(np.int32).min,
+                 "int64": np.iinfo(np.int64).min, "bool": True}
+
+
 def _make_median(name: str, skip_nan: bool) -> None:
     all_op = getattr(red, f"_{name}_all")
     dim_op = getattr(red, f"_{name}_dim")
@@ -448,8 +490,7 @@ def _make_median(name: str, skip_nan: bool) -> None:
         spec = all_op.meta_rule(input)
         a = _wide(arr(input)).reshape(1, -1)
         if a.size == 0:
-            return _land(np.nan if input._dtype.is_floating_point else np.iinfo(np.int64).min,
-                         spec, None, name)
+            return _land(_EMPTY_MEDIAN.get(input._dtype.name, np.nan), spec, None, name)
         return _land(_median_rows(a, skip_nan)[0], spec, None, name)
 
     @_impl(dim_op)
@@ -469,9 +510,43 @@ _make_median("median", False)
 _make_median("nanmedian", True)
 
 
-def _mode_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Most frequent value of each row (smallest on ties; NaNs never equal) and its last index."""
+def _insertion_order(row: np.ndarray) -> np.ndarray:
+    """The permutation libstdc++'s ``std::sort`` leaves on a short row holding NaN.
+
+    NOTE [mode and NaN]
+    torch's CPU mode sorts each row with ``std::sort`` and ``<``; NaN compares false both ways,
+    so where NaNs end up depends on the algorithm. For rows of at most 16 elements that
+    algorithm is a plain insertion sort, replayed here; longer rows use NumPy's order.
+    """
+    perm = list(range(len(row)))
+    for i in range(1, len(row)):
+        v = perm[i]
+        if row[v] < row[perm[0]]:
+            perm[1:i + 1] = perm[0:i]
+            perm[0] = v
+            continue
+        j = i
+        while row[v] < row[perm[j - 1]]:
+            perm[j] = perm[j - 1]
+            j -= 1
+        perm[j] = v
+    return np.asarray(perm)
+
+
+def _mode_order(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order, s = _sorted_last(a)
+    if a.dtype.kind != "f" or a.shape[-1] > 16:
+        return order, s
+    flat_a, flat_o = a.reshape(-1, a.shape[-1]), order.reshape(-1, a.shape[-1]).copy()
+    for r in np.flatnonzero(np.isnan(flat_a).any(axis=-1)):
+        flat_o[r] = _insertion_order(flat_a[r])
+    order = flat_o.reshape(order.shape)
+    return order, np.take_along_axis(a, order, -1)
+
+
+def _mode_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Most frequent value of each row (first in sorted order on ties) and its last index."""
+    order, s = _mode_order(a)
     n = a.shape[-1]
     starts = np.ones(s.shape, bool)
     starts[..., 1:] = s[..., 1:] != s[..., :-1]
