@@ -208,7 +208,8 @@ def _check_inplace(op_name: str, t: Tensor) -> None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
     if t._creation_meta == 1 and t._base is not None:
-        raise RuntimeError(f"Output 0 of {_view_op_of(t)} is a view and is being modified "
+        name, index = t.__dict__.get("_view_op", ("SplitBackward0", 0))
+        raise RuntimeError(f"Output {index} of {name} is a view and is being modified "
                            "inplace. This view is the output of a function that returns "
                            "multiple views. Such functions do not allow the output views to be "
                            "modified inplace. You should replace the inplace operation by an "
@@ -220,10 +221,6 @@ def _check_inplace(op_name: str, t: Tensor) -> None:
                            "both the view and the inplace either both inside the no_grad block "
                            "(if you don't want the inplace to be tracked) or both outside (if "
                            "you want the inplace to be tracked).")
-
-
-def _view_op_of(t: Tensor) -> str:
-    return t.__dict__.get("_view_op", "SplitBackward0")
 
 
 def register_derivative(op, rule: Callable, *, save=(), signature: Callable | None = None,
@@ -268,11 +265,21 @@ def autograd_kernel(op, ks: int, *args, **kwargs):
             for a in kwargs.values():
                 if isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None):
                     return _record(op, ks, args, kwargs)
+        if _modifies_view_of_grad_base(op, args):
+            return _record(op, ks, args, kwargs)
     elif Tag.view in op.tags:
         out = op.lookup(ks)(*args, **kwargs)
         _mark_no_grad_view(args, out)
         return out
     return op.lookup(ks)(*args, **kwargs)
+
+
+def _modifies_view_of_grad_base(op, args) -> bool:
+    """An in-place op on a view whose base requires grad must be checked and recorded."""
+    if Tag.inplace not in op.tags or not args or not isinstance(args[0], Tensor):
+        return False
+    base = args[0]._base
+    return base is not None and _requires(base)
 
 
 def _mark_no_grad_view(args, out) -> None:
@@ -403,30 +410,38 @@ def _rebase_history(t: Tensor, node: Node) -> None:
     mark_requires_grad(t, view_node, 0)
 
 
-def record_not_implemented(op, args, outs) -> None:
-    """Give ``outs`` a node whose backward raises "derivative for X is not implemented"."""
+def _not_implemented_node(op, tensors) -> NotImplementedNode:
     node = NotImplementedNode()
     node.op_name = op.qualname
-    tensors = [a for a in args if isinstance(a, Tensor)]
     node.next_functions = tuple(gradient_edge(t) or (None, 0) for t in tensors)
     node._in_meta = tuple((t._shape, t._dtype) for t in tensors)
-    for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and o._dtype.is_floating_point:
-            mark_requires_grad(o, node, i)
+    return node
 
 
 def _not_implemented_fallback(op, ks: int, *args, **kwargs):
+    """Autograd kernel of ops without a derivative rule: backward through them raises."""
+    if not _grad.enabled:
+        return op.lookup(ks)(*args, **kwargs)
+    flat = []
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Tensor):
+            flat.append(a)
+        elif isinstance(a, list | tuple):
+            flat.extend(t for t in a if isinstance(t, Tensor))
+    if not any(_requires(t) for t in flat) and not _modifies_view_of_grad_base(op, args):
+        return op.lookup(ks)(*args, **kwargs)
+    inplace = Tag.inplace in op.tags
+    if inplace:
+        _check_inplace(op.name, flat[0])
+    node = _not_implemented_node(op, flat)
     out = op.lookup(ks)(*args, **kwargs)
-    if _grad.enabled and Tag.inplace not in op.tags:
-        flat = []
-        for a in list(args) + list(kwargs.values()):
-            if isinstance(a, Tensor):
-                flat.append(a)
-            elif isinstance(a, list | tuple):
-                flat.extend(t for t in a if isinstance(t, Tensor))
-        if any(_requires(t) for t in flat):
-            outs = out if isinstance(out, tuple) else (out,)
-            record_not_implemented(op, flat, outs)
+    if inplace:
+        _rebase_history(flat[0], node)
+        return out
+    outs = out if isinstance(out, tuple) else (out,)
+    for i, o in enumerate(outs):
+        if isinstance(o, Tensor) and o._dtype.is_floating_point:
+            mark_requires_grad(o, node, i)
     return out
 
 

@@ -532,8 +532,9 @@ def split(self: Tensor, split_size_or_sections, dim: int = 0):
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                            f"dimension size of {size}")
     if size == 0:
-        return (narrow(self, d, 0, 0),)
-    return tuple(narrow(self, d, s, min(step, size - s)) for s in range(0, size, step))
+        return _multi_view((narrow(self, d, 0, 0),), "SplitBackward0")
+    return _multi_view(tuple(narrow(self, d, s, min(step, size - s))
+                             for s in range(0, size, step)), "SplitBackward0")
 
 
 @composite("split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]")
@@ -549,7 +550,7 @@ def split_with_sizes(self: Tensor, split_sizes, dim: int = 0):
     for s in sizes:
         out.append(narrow(self, d, start, s))
         start += s
-    return tuple(out)
+    return _multi_view(tuple(out), "SplitWithSizesBackward0")
 
 
 @composite("tensor_split.sections(Tensor(a) self, SymInt sections, int dim=0) -> Tensor(a)[]")
@@ -599,7 +600,8 @@ def unbind(self: Tensor, dim: int = 0):
     if not self._shape:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = canonical_dim(dim, len(self._shape))
-    return tuple(select(self, d, i) for i in range(self._shape[d]))
+    return _multi_view(tuple(select(self, d, i) for i in range(self._shape[d])),
+                       "UnbindBackward0")
 
 
 def _split_along(self: Tensor, sections, dim: int, name: str, min_dim: int):
@@ -642,6 +644,15 @@ def detach(self: Tensor) -> Tensor:
     out._is_inference = self._is_inference
     return out
 
+
+
+def _multi_view(outs: tuple, node_name: str) -> tuple:
+    """Flag views that come from a multi-view op: autograd forbids modifying them in place."""
+    for i, o in enumerate(outs):
+        if o.grad_fn is not None:
+            o._creation_meta = 1
+            o.__dict__["_view_op"] = (node_name, i)
+    return outs
 
 
 # -- derivative helpers ------------------------------------------------------------------------
