@@ -183,4 +183,4 @@ def _advanced_setitem(self: Tensor, index: tuple, value) -> None:
         values = value if value._dtype is self._dtype else to(value, self._dtype)
     else:
         values = full((), _check_value(self, value), dtype=self._dtype, device=self._device)
-    index_put_(view, indices, values)
+    index_put_(view, indices, _trim(values, 0))

@@ -519,10 +519,9 @@ def _index_put_rule(self, indices, values):
 
 
 def check_values_shape(values_shape: tuple, target: tuple) -> None:
-    """``values`` must broadcast to the indexed shape (leading size-1 dims are ignored)."""
-    trimmed = strip_leading_ones(values_shape)
-    if len(trimmed) > len(target) or any(
-            v not in (1, t) for v, t in zip(reversed(trimmed), reversed(target))):
+    """``values`` must broadcast to the indexed shape."""
+    if len(values_shape) > len(target) or any(
+            v not in (1, t) for v, t in zip(reversed(values_shape), reversed(target))):
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(values_shape)} cannot "
                            f"be broadcast to indexing result of shape {list(target)}")
 
@@ -779,7 +778,8 @@ def put_(self, index, source, accumulate=False):
 def take_along_dim(self: Tensor, indices: Tensor, dim=None, *, out=None) -> Tensor:
     """Gather along ``dim`` after broadcasting ``self`` and ``indices`` in the other dims.
 
-    ``dim=None`` indexes ``self`` flattened with ``indices`` flattened.
+    ``dim=None`` indexes ``self`` flattened with ``indices`` flattened (both must be
+    viewable as 1-d, as in PyTorch).
 
     Shape: the broadcast of both, with ``indices``' size along ``dim``.
 
@@ -787,13 +787,13 @@ def take_along_dim(self: Tensor, indices: Tensor, dim=None, *, out=None) -> Tens
         >>> ember.tensor([[10, 30, 20]]).take_along_dim(ember.tensor([[0, 2, 1]]), 1).tolist()
         [[10, 20, 30]]
     """
-    from ember.ops.views import expand, reshape
+    from ember.ops.views import expand, view
     if indices._dtype is not dt.int64:
         raise RuntimeError(f"take_along_dim(): dtype of indices should be Long but got "
                            f"{_TN[indices._dtype.name]}")
     kw = {"out": out} if out is not None else {}
     if dim is None:
-        return gather(reshape(self, -1), 0, reshape(indices, -1), **kw)
+        return gather(view(self, -1), 0, view(indices, -1), **kw)  # view, as PyTorch
     dim = canonical_dim(dim, self.dim())
     if self.dim() != indices.dim():
         raise RuntimeError(f"take_along_dim(): input and indices should have the same number "

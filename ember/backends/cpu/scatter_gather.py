@@ -312,9 +312,8 @@ def _index(self, indices):
 def _index_put_into(self: Tensor, target: np.ndarray, indices, values: Tensor, accumulate):
     key, shape = _numpy_key(self, sg.index_entries(self, indices))
     sg.check_values_shape(values._shape, shape)
-    vals = arr(values).reshape(sg.strip_leading_ones(values._shape))
     if numel(shape):
-        _at(np.add if accumulate else None, target, key, vals)
+        _at(np.add if accumulate else None, target, key, arr(values))
 
 
 @sg.index_put.impl("CPU")
