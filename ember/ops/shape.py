@@ -652,11 +652,15 @@ def sort(self: Tensor, dim: int = -1, descending: bool = False, *, stable: bool 
 sort.result_tuple = SortResult
 
 
-@composite("argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) "
-           "-> Tensor")
-def argsort(self: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False):
+@composite("argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False, "
+           "Tensor(a!)? out=None) -> Tensor")
+def argsort(self: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False,
+            out=None):
     """Indices that sort ``self`` along ``dim`` (``sort(...).indices``)."""
-    return sort(self, dim, descending, stable=stable)[1]
+    if out is None:
+        return sort(self, dim, descending, stable=stable)[1]
+    values = empty(0, dtype=self._dtype, device=self._device)
+    return sort(self, dim, descending, stable=stable, out=(values, out))[1]
 
 
 @composite("msort(Tensor self, *, Tensor(a!)? out=None) -> Tensor")
