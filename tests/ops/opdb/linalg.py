@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 import ember
+import ember.linalg  # noqa: F401  (binds ember.linalg even before ember/__init__ imports it)
 from tests.opinfo import ALL, ErrorInput, OpInfo, SampleInput, make
 
 _RNG = np.random.default_rng(4321)

@@ -1,0 +1,165 @@
+"""Linalg behaviour the op table cannot express: out=/in-place semantics, error classes,
+named tuples, the ember.linalg namespace, and layouts torch itself mishandles."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+import ember.linalg
+from ember.ops import reduction
+from tests.opinfo import make, to_torch
+from tests.ops.opdb.linalg import from_np, spd
+
+
+def _close(e, t, rtol=1e-6, atol=1e-6):
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("la,lb", [("permuted", "strided"), ("strided", "permuted"),
+                                   ("permuted", "permuted")])
+def test_kron_non_contiguous_matches_torch_on_dense_copies(la, lb):
+    # torch 2.13's kron raises on these layouts; the values must still be kron's.
+    a, b = make((2, 3), "float64", layout=la), make((4, 2), "float64", layout=lb)
+    expected = torch.kron(to_torch(a).contiguous(), to_torch(b).contiguous())
+    _close(ember.kron(a, b), expected)
+
+
+def test_matmul_out_writes_into_given_tensor_and_bumps_version_once():
+    a, b = make((2, 3), "float32", layout="permuted"), make((3, 4), "float32", layout="strided")
+    out = ember.empty(2, 4)
+    v = out._version
+    res = ember.matmul(a, b, out=out)
+    assert res is out and out._version == v + 1
+    _close(out, to_torch(a) @ to_torch(b), 1e-5, 1e-5)
+
+
+def test_matmul_out_resizes_and_rejects_lossy_dtype():
+    a, b = make((2, 3), "float64"), make((3,), "float64")
+    out = ember.empty(0, dtype=ember.float64)
+    ember.matmul(a, b, out=out)
+    assert tuple(out.shape) == (2,)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        ember.matmul(a, b, out=ember.empty(2, dtype=ember.int64))
+
+
+def test_matmul_out_aliasing_an_input():
+    a = make((3, 3), "float64")
+    expected = to_torch(a) @ to_torch(a)
+    ember.matmul(a, a, out=a)
+    _close(a, expected, 1e-12, 1e-12)
+
+
+def test_addmm_inplace_reads_self_before_overwriting_it():
+    base = make((2, 4), "float64")
+    m1, m2 = make((2, 3), "float64"), make((3, 4), "float64")
+    expected = to_torch(base).clone().addmm_(to_torch(m1), to_torch(m2), beta=2, alpha=3)
+    v = base._version
+    assert base.addmm_(m1, m2, beta=2, alpha=3) is base
+    assert base._version == v + 1
+    _close(base, expected, 1e-12, 1e-12)
+
+
+def test_inplace_fused_refuses_expanded_self_and_shape_change():
+    m1, m2 = make((2, 3)), make((3, 4))
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.zeros(1, 4).expand(2, 4).addmm_(m1, m2)
+    with pytest.raises(RuntimeError, match="Bad in-place call"):
+        ember.zeros(4).addmm_(m1, m2)
+
+
+def test_integer_matmul_is_exact_beyond_float_precision():
+    big = (1 << 31) + 1  # big * big needs 63 bits: float64 would round it
+    a = ember.tensor([[big, 3], [1, big]], dtype=ember.int64)
+    b = ember.tensor([[5], [big]], dtype=ember.int64)
+    assert ember.matmul(a, b).tolist() == [[5 * big + 3 * big], [5 + big * big]]
+
+
+def test_matmul_rejects_non_tensors():
+    with pytest.raises(TypeError, match="must be Tensor"):
+        ember.matmul(ember.ones(2), [1.0, 2.0])
+
+
+def test_rmatmul_is_the_reflected_product():
+    a, b = make((2, 3), "float64"), make((4, 2), "float64", layout="permuted")
+    _close(a.__rmatmul__(b), to_torch(b) @ to_torch(a), 1e-12, 1e-12)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: ember.linalg.inv(m),
+    lambda m: ember.linalg.solve(m, ember.ones(3, dtype=m.dtype)),
+    lambda m: ember.linalg.cholesky(m),
+    lambda m: ember.linalg.matrix_power(m, -1),
+])
+def test_singular_input_raises_linalg_error(fn):
+    m = from_np(np.ones((3, 3)), "float64")
+    with pytest.raises(ember.linalg.LinAlgError) as info:
+        fn(m)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_linalg_error_is_a_runtime_error_class():
+    assert issubclass(ember.linalg.LinAlgError, RuntimeError)
+
+
+def test_named_tuples_have_torch_field_names():
+    a = from_np(spd((2, 3, 3)), "float64")
+    assert ember.linalg.qr(a)._fields == ("Q", "R")
+    assert ember.linalg.svd(a)._fields == ("U", "S", "Vh")
+    assert ember.linalg.eigh(a)._fields == ("eigenvalues", "eigenvectors")
+    assert ember.linalg.slogdet(a)._fields == ("sign", "logabsdet")
+    res = ember.slogdet(a)
+    assert type(res).__name__ == "slogdet" and res._fields == ("sign", "logabsdet")
+
+
+def test_meta_device_returns_named_tuples():
+    a = ember.empty(2, 5, 3, device="meta")
+    u, s, vh = ember.linalg.svd(a, full_matrices=False)
+    assert (tuple(u.shape), tuple(s.shape), tuple(vh.shape)) == ((2, 5, 3), (2, 3), (2, 3, 3))
+    assert ember.linalg.qr(a).R.shape == (2, 3, 3)
+
+
+def test_cholesky_reads_only_the_requested_triangle():
+    good = spd((4, 4))
+    for upper in (False, True):
+        garbage = good.copy()
+        rows, cols = np.tril_indices(4, -1) if upper else np.triu_indices(4, 1)
+        garbage[rows, cols] = 99.0
+        expected = torch.linalg.cholesky(torch.from_numpy(garbage), upper=upper)
+        _close(ember.linalg.cholesky(from_np(garbage, "float64", "permuted"), upper=upper),
+               expected, 1e-10, 1e-10)
+
+
+def test_einsum_implicit_output_orders_uppercase_first():
+    a, b = make((2, 3), "float64"), make((3, 4), "float64")
+    expected = torch.einsum("Ba,aC", to_torch(a), to_torch(b))
+    got = ember.einsum("Ba,aC", a, b)
+    assert tuple(got.shape) == tuple(expected.shape)
+    _close(got, expected, 1e-12, 1e-12)
+    got = ember.einsum("aZ,Za", make((2, 3), "float64"), make((3, 2), "float64"))
+    assert got.shape == ()
+
+
+def test_namespace_reexports():
+    assert ember.linalg.matmul is ember.matmul
+    assert ember.linalg.inv is ember.ops.linalg.linalg_inv
+    with pytest.raises(AttributeError):
+        ember.linalg.no_such_function  # noqa: B018
+
+
+def test_namespace_forwards_norms_from_the_reduction_family(monkeypatch):
+    sentinel = object()
+    monkeypatch.setattr(reduction, "linalg_vector_norm", sentinel, raising=False)
+    monkeypatch.delitem(vars(ember.linalg), "vector_norm", raising=False)
+    assert ember.linalg.vector_norm is sentinel
+    assert "matrix_norm" in dir(ember.linalg)
+
+
+def test_namespace_imports_in_a_fresh_interpreter():
+    code = "import ember.linalg as L; import ember; assert L.inv is ember.linalg.inv"
+    subprocess.run([sys.executable, "-c", code], check=True)
