@@ -15,6 +15,7 @@ are short and independent; splitting it would scatter the family's shared valida
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import namedtuple
 from functools import reduce
@@ -158,9 +159,17 @@ def concatenate(tensors, axis: int = 0, out=None) -> Tensor:
 
 def _joiner(schema: str, name: str):
     """Declare a list-joining composite whose empty list raises "<name> expects ..."."""
+    def error() -> RuntimeError:
+        return RuntimeError(f"{name} expects a non-empty TensorList")
+
     def deco(fn):
-        op = composite(schema, method=False)(fn)
-        return _guard_list(op, lambda: RuntimeError(f"{name} expects a non-empty TensorList"))
+        @functools.wraps(fn)
+        def checked(tensors, *args, **kwargs):
+            if len(tensors) == 0:  # reached directly when a higher key serves the composite
+                raise error()
+            return fn(tensors, *args, **kwargs)
+
+        return _guard_list(composite(schema, method=False)(checked), error)
     return deco
 
 
@@ -286,6 +295,8 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     """
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
     if indexing is None:
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
                       "indexing argument.", UserWarning, stacklevel=3)
