@@ -44,8 +44,11 @@ def factory(schema: str, tags=()):
     return deco
 
 
-def _dtype_or_default(dtype) -> dt.DType:
-    return dt.get_default_dtype() if dtype is None else dtype
+def _dtype_or_default(dtype, out=None) -> dt.DType:
+    """``dtype``, else ``out``'s dtype (torch's factories with ``out=``), else the default."""
+    if dtype is not None:
+        return dtype
+    return out._dtype if out is not None else dt.get_default_dtype()
 
 
 def _shape_arg(size) -> tuple[int, ...]:
@@ -66,7 +69,7 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, pin_memory=None
         >>> ember.empty(2, 3).shape
         ember.Size([2, 3])
     """
-    return Spec(_shape_arg(size), _dtype_or_default(dtype))
+    return Spec(_shape_arg(size), _dtype_or_default(dtype, out))
 
 
 @factory("empty_strided(SymInt[] size, SymInt[] stride, *" + _FACTORY_KW + ") -> Tensor")
@@ -86,14 +89,14 @@ def zeros(*size, out=None, dtype=None, layout=None, device=None, pin_memory=None
         >>> ember.zeros(2)
         tensor([0., 0.])
     """
-    return Spec(_shape_arg(size), _dtype_or_default(dtype))
+    return Spec(_shape_arg(size), _dtype_or_default(dtype, out))
 
 
 @factory("ones(SymInt[] size, *" + _FACTORY_KW + ", Tensor(a!)? out=None) -> Tensor")
 def ones(*size, out=None, dtype=None, layout=None, device=None, pin_memory=None,
          requires_grad=False):
     """A tensor of ``size`` filled with 1."""
-    return Spec(_shape_arg(size), _dtype_or_default(dtype))
+    return Spec(_shape_arg(size), _dtype_or_default(dtype, out))
 
 
 @factory("full(SymInt[] size, Scalar fill_value, *" + _FACTORY_KW + ", Tensor(a!)? out=None) "
@@ -104,7 +107,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pi
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if dtype is None:
-        dtype = dt.scalar_dtype(fill_value)
+        dtype = out._dtype if out is not None else dt.scalar_dtype(fill_value)
     return Spec(_shape_arg(tuple(size) if not isinstance(size, int) else (size,)), dtype)
 
 
@@ -123,11 +126,11 @@ def data_shape_dtype(data, dtype) -> tuple[tuple[int, ...], dt.DType, np.ndarray
         array = np.asarray(data)
         inferred = dt.from_numpy_dtype(array.dtype)
     else:
-        array, inferred = _python_data(data)
+        array, inferred = _python_data(data, dtype)
     return tuple(array.shape), dtype or inferred, array
 
 
-def _python_data(data):
+def _python_data(data, target: dt.DType | None = None):
     leaves: list[dt.DType] = []
     nested = _walk(data, leaves, 0)
     inferred = dt.get_default_dtype() if not leaves else leaves[0]
@@ -145,7 +148,34 @@ def _python_data(data):
                          "int64")
     if array.dtype == object:
         raise ValueError("tensor: expected a rectangular nested sequence of numbers")
+    if target is not None and target.category == dt.INTEGRAL and array.size and \
+            not any(isinstance(v, np.ndarray) for v in _flat_items(data)):
+        _check_fits(array, target)
     return array, inferred
+
+
+def _flat_items(data):
+    if isinstance(data, list | tuple):
+        for v in data:
+            yield from _flat_items(v)
+    else:
+        yield data
+
+
+def _check_fits(array: np.ndarray, target: dt.DType) -> None:
+    """torch's checked conversion of Python numbers to an integer dtype.
+
+    Floats must be finite and inside the type's range; ints inside it (unsigned types also
+    take negative ints down to ``-max``, which wrap).
+    """
+    info = dt.iinfo(target)
+    lo = info.min if array.dtype.kind == "f" or target.is_signed else -info.max
+    with np.errstate(invalid="ignore"):
+        ok = (array >= lo) & (array <= info.max)
+    if not bool(ok.all()):
+        bad = array[~ok].reshape(-1)[0]
+        raise RuntimeError(f"tensor: value cannot be converted to type {target.name} without "
+                           f"overflow; got {bad}")
 
 
 def _walk(x, leaves: list, depth: int):
@@ -240,8 +270,9 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     """
     start, end, step = _arange_args(start, end, step)
     if dtype is None:
-        dtype = dt.int64 if all(isinstance(v, int) for v in (start, end, step)) \
-            else dt.get_default_dtype()
+        dtype = out._dtype if out is not None else dt.int64 \
+            if all(isinstance(v, int) for v in (start, end, step)) else dt.get_default_dtype()
+    start, end, step = _arange_cast(start, end, step, dtype)
     return Spec((arange_length(start, end, step),), dtype)
 
 
@@ -254,9 +285,29 @@ def _arange_args(start, end, step):
         raise RuntimeError("step must be nonzero")
     if not all(math.isfinite(v) for v in (start, end)):
         raise RuntimeError(f"unsupported range: {start} -> {end}")
+    _check_arange_sign(start, end, step)
+    return start, end, step
+
+
+def _check_arange_sign(start, end, step) -> None:
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+
+
+def _arange_cast(start, end, step, dtype: dt.DType):
+    """int64 truncates start, end and step before sizing, like torch (whose other integer
+    dtypes size the range from the exact bounds and truncate only start and step)."""
+    if dtype is not dt.int64:
+        return start, end, step
+    start, end, step = int(start), int(end), int(step)
+    if step == 0:
+        raise ValueError(f"arange: step must be nonzero; the step truncates to 0 for {dtype}")
+    _check_arange_sign(start, end, step)
     return start, end, step
+
+
+def _arange_normalize(start, end, step, dtype: dt.DType):
+    return _arange_cast(*_arange_args(start, end, step), dtype)
 
 
 def arange_length(start, end, step) -> int:
@@ -264,7 +315,7 @@ def arange_length(start, end, step) -> int:
     return max(0, math.ceil((end - start) / step))
 
 
-arange.normalize = _arange_args
+arange.normalize = _arange_normalize
 
 
 # -- *_like and new_* ------------------------------------------------------------------------
@@ -338,22 +389,22 @@ def new_tensor(self: Tensor, data, *, dtype=None, device=None, requires_grad=Fal
 
 
 # -- ranges, identity, triangle indices -------------------------------------------------------
-def _range_scalar(op: str, name: str, v):
+def _range_scalar(op: str, name: str, v, read: bool = True):
     if isinstance(v, Tensor):
         if v.ndim:
             raise RuntimeError(f"{op} only supports 0-dimensional start and end tensors, but got "
                                f"{name} with {v.ndim} dimension(s).")
-        return v.item()
+        return v.item() if read else v
     return v
 
 
 def _range_spec(op: str, start, end, steps, dtype, out) -> Spec:
-    _range_scalar(op, "start", start)
-    _range_scalar(op, "end", end)
+    _range_scalar(op, "start", start, read=False)
+    _range_scalar(op, "end", end, read=False)
     if steps < 0:
         raise RuntimeError(f"{op}: number of steps must be non-negative; got {steps}")
     dtype = dtype or (out._dtype if out is not None else dt.get_default_dtype())
-    if dtype is dt.bool_:
+    if dtype is dt.bool_ and steps > 1:  # torch fills 0 or 1 values without its kernel
         raise NotImplementedError(f"{op}: not implemented for 'Bool'")
     return Spec((steps,), dtype)
 
@@ -433,8 +484,8 @@ def _tri_spec(op: str, row, col, offset, dtype, upper: bool) -> Spec:
     if col < 0:
         raise RuntimeError(f"{op}: col must be non-negative, got {col}")
     dtype = dtype or dt.int64
-    if dtype.category != dt.INTEGRAL:
-        raise NotImplementedError(f"{op}: not implemented for {dtype}; expected an integer dtype")
+    if dtype is not dt.int64 and dtype is not dt.int32:
+        raise NotImplementedError(f"{op}: not implemented for {dtype}; expected int32 or int64")
     count = row * col - _tri_count(row, col, offset - 1) if upper else \
         _tri_count(row, col, offset)
     return Spec((2, count), dtype)

@@ -11,7 +11,7 @@ CPU kernels live in ember/backends/cpu/random.py.
 from __future__ import annotations
 
 from ember.core import dtype as dt
-from ember.core.layout import broadcast_shapes, expand_geometry
+from ember.core.layout import broadcast_shapes, expand_geometry, numel
 from ember.ops._define import Spec, Tag, composite, operator, tensor_method
 from ember.ops.creation import _FACTORY_KW, _shape_arg, factory
 from ember.ops.pointwise import _TN, check_writable
@@ -41,9 +41,12 @@ _CNAME = {"uint8": "unsigned char", "int8": "signed char", "int16": "short", "in
 
 
 # -- shared checks -------------------------------------------------------------------------
-def require_float(op: str, dtype: dt.DType) -> None:
-    """NotImplementedError (torch's dispatch-macro error) unless ``dtype`` is floating."""
-    if not dtype.is_floating_point:
+def require_float(op: str, dtype: dt.DType, shape: tuple = (1,)) -> None:
+    """NotImplementedError (torch's dispatch-macro error) unless ``dtype`` is floating.
+
+    Like torch, an empty result runs no kernel and so is never refused.
+    """
+    if not dtype.is_floating_point and numel(shape):
         raise NotImplementedError(f"{op}: not implemented for '{_TN[dtype.name]}'; expected a "
                                   "floating point dtype")
 
@@ -78,10 +81,14 @@ def check_range(op: str, low: int, high: int, dtype: dt.DType) -> None:
                            f"to={high}, expected to - 1 in [{lo}, {hi}]")
 
 
-def _float_spec(op: str, size, dtype, out) -> Spec:
+def _float_spec(op: str, size, dtype, out, *, star_size: bool = True,
+                always: bool = False) -> Spec:
+    if star_size and not size:
+        raise TypeError(f"{op}() missing required argument 'size'; pass () for a 0-d tensor")
     dtype = dtype or (out._dtype if out is not None else dt.get_default_dtype())
-    require_float(op, dtype)
-    return Spec(_shape_arg(size), dtype)
+    shape = _shape_arg(size)
+    require_float(op, dtype, (1,) if always else shape)
+    return Spec(shape, dtype)
 
 
 def _scalar(x):
@@ -103,7 +110,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
         >>> ember.rand(2, 3, generator=ember.Generator().manual_seed(0)).shape
         ember.Size([2, 3])
     """
-    return _float_spec("rand", size, dtype, out)
+    return _float_spec("rand", size, dtype, out, always=True)  # torch checks bounds eagerly
 
 
 @factory("randn(SymInt[] size, *, " + _GEN + _FACTORY_KW + ", Tensor(a!)? out=None) -> Tensor",
@@ -192,7 +199,7 @@ def normal_float_float(mean, std, size, *, generator=None, out=None, dtype=None,
                        device=None, pin_memory=None, requires_grad=False):
     """Normal samples of ``size`` with scalar ``mean`` and ``std``."""
     check_std("normal", std)
-    return _float_spec("normal", size, dtype, out)
+    return _float_spec("normal", size, dtype, out, star_size=False)
 
 
 def check_std(op: str, std, strict: bool = False) -> None:
@@ -207,26 +214,31 @@ def check_std(op: str, std, strict: bool = False) -> None:
           ", Tensor(a!)? out=None) -> Tensor", _R, method=False)
 def normal_tensor_tensor(mean, std, *, generator=None, out=None):
     """Normal samples with elementwise ``mean`` and ``std`` (broadcast); ``mean``'s dtype."""
-    require_float("normal", mean._dtype)
-    require_float("normal", std._dtype)
-    return Spec(broadcast_shapes(mean._shape, std._shape), mean._dtype)
+    shape = broadcast_shapes(mean._shape, std._shape)
+    return _normal_spec(shape, mean._dtype, out)
+
+
+def _normal_spec(shape: tuple, dtype: dt.DType, out) -> Spec:
+    """normal's result: ``shape``, the dtype of ``out`` when given (torch samples straight into
+    it), else ``dtype``; floating only."""
+    dtype = out._dtype if out is not None else dtype
+    require_float("normal", dtype, shape)
+    return Spec(shape, dtype)
 
 
 @operator("normal.Tensor_float(Tensor mean, float std=1, *, " + _GEN +
           ", Tensor(a!)? out=None) -> Tensor", _R, method=False)
 def normal_tensor_float(mean, std=1.0, *, generator=None, out=None):
     """Normal samples with elementwise ``mean`` and a scalar ``std``."""
-    require_float("normal", mean._dtype)
     check_std("normal", std)
-    return Spec(mean._shape, mean._dtype)
+    return _normal_spec(mean._shape, mean._dtype, out)
 
 
 @operator("normal.float_Tensor(float mean, Tensor std, *, " + _GEN +
           ", Tensor(a!)? out=None) -> Tensor", _R, method=False)
 def normal_float_tensor(mean, std, *, generator=None, out=None):
     """Normal samples with a scalar ``mean`` and elementwise ``std``."""
-    require_float("normal", std._dtype)
-    return Spec(std._shape, std._dtype)
+    return _normal_spec(std._shape, std._dtype, out)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
@@ -299,7 +311,7 @@ def randint_like(input, low=None, high=None, *, generator=None, dtype=None, layo
           method=False)
 def bernoulli_tensor(input, *, generator=None, out=None):
     """0/1 samples with probabilities ``input`` (floating), in ``input``'s dtype."""
-    require_float("bernoulli", input._dtype)
+    require_float("bernoulli", input._dtype, input._shape)
     return Spec(input._shape, input._dtype)
 
 
@@ -374,7 +386,8 @@ def _inplace(schema: str, method: str | None = True):
 
 
 def _self_spec(self: Tensor) -> Spec:
-    check_writable(self)
+    if numel(self._shape):  # torch lets an empty expanded tensor through
+        check_writable(self)
     return Spec(self._shape, self._dtype)
 
 
@@ -386,7 +399,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     Raises:
         RuntimeError: ``from_ > to``.
     """
-    require_float("uniform_", self._dtype)
+    require_float("uniform_", self._dtype)  # torch checks bounds before looking at the size
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
@@ -396,7 +409,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 @_inplace("normal_(Tensor(a!) self, float mean=0, float std=1, *, " + _GEN + ") -> Tensor(a!)")
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill ``self`` with normal samples of ``mean`` and ``std``; floating dtypes only."""
-    require_float("normal_", self._dtype)
+    require_float("normal_", self._dtype, self._shape)
     check_std("normal", std)
     return _self_spec(self)
 
@@ -404,7 +417,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
 @_inplace("exponential_(Tensor(a!) self, float lambd=1, *, " + _GEN + ") -> Tensor(a!)")
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill ``self`` with exponential samples of rate ``lambd`` (> 0); floating dtypes only."""
-    if not self._dtype.is_floating_point:
+    if not self._dtype.is_floating_point and self.numel():
         raise RuntimeError(f"Exponential distribution is a continuous probability distribution."
                            f" dtype must be a floating point but you specified "
                            f"{_TN[self._dtype.name]}")
@@ -418,6 +431,8 @@ def geometric_(self, p, *, generator=None):
     """Fill ``self`` with geometric samples (trials until the first success, ``>= 1``)."""
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if self._dtype is dt.bool_ and self.numel():
+        raise NotImplementedError("geometric_: not implemented for 'Bool'")
     return _self_spec(self)
 
 
@@ -438,7 +453,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
           ") -> Tensor(a!)")
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill ``self`` with ``exp`` of normal samples of ``mean`` and ``std`` (> 0)."""
-    require_float("log_normal_", self._dtype)
+    require_float("log_normal_", self._dtype, self._shape)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     return _self_spec(self)
@@ -456,7 +471,7 @@ def bernoulli_float_(self, p=0.5, *, generator=None):
           method=None)
 def bernoulli_tensor_(self, p, *, generator=None):
     """Fill ``self`` with 0/1 samples of elementwise probabilities ``p`` (broadcast to self)."""
-    require_float("bernoulli_", self._dtype)
+    require_float("bernoulli_", p._dtype, self._shape)
     expand_geometry(p._shape, p._stride, self._shape)  # raises like expand when p doesn't fit
     return _self_spec(self)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu._util import arr, compute_dtype, new_output
+from ember.backends.cpu._util import arr, new_output
 from ember.core import dtype as dt
 from ember.ops import creation as cr
 from ember.tensor import Tensor, empty_tensor
@@ -69,35 +69,39 @@ def _tensor(data, *, dtype=None, layout=None, device=None, pin_memory=None,
 @cr.arange.impl("CPU")
 def _arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
             pin_memory=None, requires_grad=False):
-    spec = cr.arange.meta_rule(start, end, step, dtype=dtype)
-    lo, _, st = cr.arange.normalize(start, end, step)
+    spec = cr.arange.meta_rule(start, end, step, dtype=dtype, out=out)
+    lo, _, st = cr.arange.normalize(start, end, step, spec.dtype)
     t = new_output(spec.shape, spec.dtype, out)
     n = spec.shape[0]
     if n:
-        values = lo + st * np.arange(n, dtype=np.float64 if spec.dtype.is_floating_point
-                                     else np.int64)
+        if spec.dtype.is_floating_point:  # torch accumulates in double
+            values = lo + st * np.arange(n, dtype=np.float64)
+        else:  # and in int64 for integer dtypes: the bounds and step are truncated first
+            values = int(lo) + int(st) * np.arange(n, dtype=np.int64)
         np.copyto(arr(t), values, casting="unsafe")
     return _finish(t, requires_grad)
 
 
-def _two_ended(start, end, steps: int, dtype: dt.DType):
-    """torch's linspace values: ``start + i*step`` for the first half, ``end - ...`` after.
+def _linspace_values(start, end, steps: int, dtype: dt.DType):
+    """torch's linspace: ``start + step*i`` for the first half, ``end - step*(steps-1-i)`` after.
 
-    Integer dtypes convert the bounds first and step in float64, then truncate (torch's
-    ``step_t = double`` for integral types); floats compute in their opmath dtype.
+    Floating dtypes compute in the dtype itself, rounding after every operation as c10's
+    Half/BFloat16 arithmetic does; integer dtypes convert the bounds to the dtype first, step
+    in float64 and truncate (torch's ``step_t = double`` for integral types).
     """
+    if steps == 1:
+        return np.full(1, start)
     if dtype.is_floating_point:
-        c = compute_dtype(dtype).type
+        c = dtype.np.type
         lo, hi = c(start), c(end)
     else:
         c = np.float64
         lo, hi = c(int(start)), c(int(end))
-    idx = np.arange(steps, dtype=c)
-    if steps == 1:
-        return np.full(1, lo, c)
+    i = np.arange(steps)
     step = (hi - lo) / c(steps - 1)
     with np.errstate(all="ignore"):
-        return np.where(idx < steps // 2, lo + step * idx, hi - step * (c(steps - 1) - idx))
+        return np.where(i < steps // 2, lo + step * i.astype(c),
+                        hi - step * (steps - 1 - i).astype(c))
 
 
 def _range_kernel(op, values):
@@ -114,12 +118,20 @@ def _range_kernel(op, values):
     op.register("CPU", kernel)
 
 
-def _logspace_values(start, end, steps, dtype, base=10.0):
+def _logspace_values(start, end, steps: int, dtype: dt.DType, base=10.0):
+    """``base ** exponent`` in float64; exponents two-ended like linspace, stepped in float64."""
+    if steps == 1:
+        return np.power(np.float64(base), np.full(1, float(start)))
+    conv = dtype.np.type if dtype.is_floating_point else int
+    lo, hi = float(conv(start)), float(conv(end))
+    i = np.arange(steps, dtype=np.float64)
+    step = (hi - lo) / (steps - 1)
     with np.errstate(all="ignore"):
-        return np.power(np.float64(base), _two_ended(start, end, steps, dtype).astype(np.float64))
+        return np.power(np.float64(base),
+                        np.where(i < steps // 2, lo + step * i, hi - step * (steps - 1 - i)))
 
 
-_range_kernel(cr.linspace, _two_ended)
+_range_kernel(cr.linspace, _linspace_values)
 _range_kernel(cr.logspace, _logspace_values)
 
 

@@ -117,7 +117,7 @@ def _check_std_elements(std) -> None:
 
 def _normal_tensor_kernel(op):
     def kernel(mean, std, *, generator=None, out=None):
-        spec = op.meta_rule(mean, std)
+        spec = op.meta_rule(mean, std, out=out)
         _check_std_elements(std)
         g = _gen(generator)
         t = new_output(spec.shape, spec.dtype, out)
