@@ -254,6 +254,21 @@ UNARY_FNS = {
 }
 
 
+def _unary_fast_table(name: str, row) -> dict:
+    """dtype -> result dtype for inputs that a ufunc handles with no promotion or checks."""
+    fast = {}
+    for d in dt.ALL_DTYPES:
+        if d is dt.float16 or d is dt.bfloat16:
+            continue
+        try:
+            _, comp, res = pw.unary_plan(name, row, empty_tensor((1,), d))
+        except (RuntimeError, TypeError):
+            continue
+        if comp is d:
+            fast[d] = res
+    return fast
+
+
 def make_unary(name: str, fn, ufunc: bool) -> None:
     """Register the CPU kernels of unary op ``name`` (and its in-place twin)."""
     row = pw.UNARY[name]
@@ -261,8 +276,16 @@ def make_unary(name: str, fn, ufunc: bool) -> None:
     bool_out = row.kind is Promotion.ALWAYS_BOOL
 
     op = getattr(pw, name)
+    fast = _unary_fast_table(name, row) if ufunc else {}
 
     def kernel(self, *, out=None):
+        if out is None and isinstance(self, Tensor):
+            res = fast.get(self._dtype)
+            if res is not None:  # see NOTE [Pointwise hot path]
+                o = empty_tensor(self._shape, res)
+                with ignore_fp_errors():
+                    fn(arr(self), out=arr(o))
+                return o
         if out is not None:
             op.meta_rule(self, out=out)
         shape, comp, res = plan(name, row, self)
