@@ -9,6 +9,8 @@ runs, so reductions without an identity never see an empty array.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
@@ -241,6 +243,10 @@ def _make_var(name: str, root: bool, with_mean: bool) -> None:
         if not numel(spec.shape):
             v = m = None
         else:
+            if _count(input._shape, dims) - corr <= 0:
+                warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be "
+                              "strictly less than the reduction factor (input numel divided "
+                              "by output numel).", UserWarning, stacklevel=3)
             v, m = _var_and_mean(input, dims, corr, keepdim)
             if root:
                 v = np.sqrt(v)
