@@ -1,0 +1,374 @@
+"""The Philox generator and the random ops: known answers, determinism, state, statistics.
+
+Every statistical check uses a fixed seed, so it is deterministic: its bound either always
+holds or never does (no flakes). The bounds are loose (many standard errors) so that a
+correct sampler passes for any seed, and a broken one (wrong range, wrong moments) fails.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from ember.tensor.random import STATE_BYTES, Generator, philox4x32
+
+
+def gen(seed=0):
+    return Generator().manual_seed(seed)
+
+
+# -- Philox4x32-10 known-answer tests (Random123's kat_vectors) ---------------------------------
+@pytest.mark.parametrize("counter,key,expected", [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+])
+def test_philox_known_answers(counter, key, expected):
+    out = philox4x32(np.array([counter], dtype=np.uint64), key)
+    assert tuple(int(v) for v in out[0]) == expected
+
+
+def test_philox_vectorised_matches_one_at_a_time():
+    ctrs = np.array([[i, i * 7, 3, 0] for i in range(5)], dtype=np.uint64)
+    many = philox4x32(ctrs, (1, 2))
+    for i in range(5):
+        assert (philox4x32(ctrs[i:i + 1], (1, 2))[0] == many[i]).all()
+
+
+def test_stream_is_philox_of_seed_and_offset():
+    # NOTE [Philox streams]: word k of a draw at offset o is block o//4 + k//4, lane k%4.
+    seed = 0x1234_5678_9ABC_DEF0
+    g = gen(seed)
+    g.words(3)  # one block used; the offset rounds up to 4
+    assert g.get_offset() == 4
+    words = g.words(6)
+    blocks = philox4x32(np.array([[1, 0, 0, 0], [2, 0, 0, 0]], dtype=np.uint64),
+                        (seed & 0xFFFFFFFF, seed >> 32)).reshape(-1)
+    assert (words == blocks[:6]).all()
+    assert g.get_offset() == 12
+
+
+# -- determinism and state ------------------------------------------------------------------
+DRAWS = {
+    "rand": lambda g: ember.rand(5, 3, generator=g),
+    "randn": lambda g: ember.randn(7, dtype=ember.float64, generator=g),
+    "randint": lambda g: ember.randint(-5, 5, (9,), generator=g),
+    "randperm": lambda g: ember.randperm(10, generator=g),
+    "normal": lambda g: ember.normal(ember.zeros(4), ember.ones(4), generator=g),
+    "bernoulli": lambda g: ember.bernoulli(ember.full((6,), 0.5), generator=g),
+    "multinomial": lambda g: ember.multinomial(ember.tensor([1.0, 2, 3]), 20, True, generator=g),
+    "uniform_": lambda g: ember.empty(5).uniform_(-1, 1, generator=g),
+    "random_": lambda g: ember.empty(5, dtype=ember.int32).random_(generator=g),
+    "exponential_": lambda g: ember.empty(5).exponential_(generator=g),
+}
+
+
+def _same(a, b) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and \
+        np.array_equal(a.numpy(), b.numpy(), equal_nan=True)
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_same_seed_same_values(name):
+    assert _same(DRAWS[name](gen(42)), DRAWS[name](gen(42)))
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_successive_draws_differ(name):
+    g = gen(42)
+    first, second = DRAWS[name](g), DRAWS[name](g)
+    assert not _same(first, second)
+
+
+def test_different_seeds_differ():
+    assert not _same(ember.rand(10, generator=gen(1)), ember.rand(10, generator=gen(2)))
+
+
+def test_default_generator_and_manual_seed():
+    ember.manual_seed(123)
+    a = ember.rand(8)
+    assert ember.initial_seed() == 123
+    ember.manual_seed(123)
+    assert _same(a, ember.rand(8))
+    assert ember.manual_seed(5) is ember.default_generator
+
+
+def test_state_round_trip():
+    g = gen(7)
+    ember.rand(3, generator=g)
+    state = g.get_state()
+    assert state.dtype == ember.uint8 and state.shape == (STATE_BYTES,)
+    a = ember.randn(5, generator=g)
+    g.set_state(state)
+    assert _same(a, ember.randn(5, generator=g))
+    other = Generator().set_state(state)
+    assert other.initial_seed() == 7 and other.get_offset() == g.get_offset() - 8
+
+
+def test_global_rng_state_round_trip():
+    ember.manual_seed(0)
+    state = ember.get_rng_state()
+    a = ember.rand(4)
+    ember.set_rng_state(state)
+    assert _same(a, ember.rand(4))
+
+
+def test_fork_rng_restores_default_state():
+    ember.manual_seed(3)
+    state = ember.get_rng_state()
+    with ember.fork_rng():
+        ember.rand(100)
+    assert np.array_equal(ember.get_rng_state().numpy(), state.numpy())
+
+
+def test_seed_and_clone_state():
+    g = Generator()
+    s = g.seed()
+    assert g.initial_seed() == s and 0 <= s < 2 ** 64
+    c = g.clone_state()
+    assert _same(ember.rand(3, generator=g), ember.rand(3, generator=c))
+
+
+def test_negative_seed_wraps_like_torch():
+    assert gen(-1).initial_seed() == 2 ** 64 - 1
+
+
+@pytest.mark.parametrize("state,error,match", [
+    (ember.zeros(16), TypeError, "uint8"),
+    ([1, 2], TypeError, "uint8"),
+    (ember.zeros(3, dtype=ember.uint8), RuntimeError, "16 bytes"),
+])
+def test_set_state_validates(state, error, match):
+    with pytest.raises(error, match=match):
+        Generator().set_state(state)
+
+
+@pytest.mark.parametrize("seed,error", [(2 ** 64, ValueError), (-(2 ** 63) - 1, ValueError),
+                                        (1.5, RuntimeError)])
+def test_manual_seed_validates(seed, error):
+    with pytest.raises(error):
+        Generator().manual_seed(seed)
+
+
+def test_generator_device():
+    assert Generator().device == ember.device("cpu")
+    with pytest.raises(RuntimeError, match="meta"):
+        Generator(device="meta")
+
+
+# -- meta never draws; errors never draw ------------------------------------------------------
+def test_meta_device_does_not_advance_generator():
+    g = gen(1)
+    x = ember.rand(3, 4, device="meta", generator=g)
+    y = ember.empty(5, device="meta").normal_(generator=g)
+    z = ember.multinomial(ember.empty(2, 3, device="meta"), 2, generator=g)
+    assert (x.device.type, y.device.type, z.shape) == ("meta", "meta", (2, 2))
+    assert g.get_offset() == 0
+
+
+def test_rejected_call_does_not_advance_generator():
+    g = gen(1)
+    with pytest.raises(RuntimeError):
+        ember.randint(5, 5, (3,), generator=g)
+    with pytest.raises(RuntimeError):
+        ember.multinomial(ember.tensor([-1.0, 2.0]), 1, generator=g)
+    assert g.get_offset() == 0
+
+
+def test_inplace_bumps_version_once_and_writes_views():
+    base = ember.zeros(4, 6)
+    view = base[:, ::2]
+    v = base._version
+    view.uniform_(1, 2, generator=gen(0))
+    assert base._version == v + 1
+    b = base.numpy()
+    assert ((b[:, ::2] >= 1) & (b[:, ::2] < 2)).all() and (b[:, 1::2] == 0).all()
+
+
+def test_noncontiguous_fill_follows_logical_order():
+    # The same draw lands on the same logical element whatever the memory layout.
+    a = ember.empty(3, 4).normal_(generator=gen(9))
+    t = ember.empty(4, 3).t().normal_(generator=gen(9))
+    assert np.array_equal(a.numpy(), t.numpy())
+
+
+def test_generator_device_mismatch_and_type():
+    with pytest.raises(TypeError, match="Generator"):
+        ember.rand(2, generator=object())
+
+
+# -- distributions (fixed seeds: deterministic) -------------------------------------------------
+N = 100_000
+
+
+def test_uniform_moments_and_range():
+    for dtype in (ember.float32, ember.float64, ember.float16, ember.bfloat16):
+        x = ember.rand(N, generator=gen(11), dtype=dtype).float().numpy()
+        assert x.min() >= 0.0 and x.max() < 1.0
+        assert abs(x.mean() - 0.5) < 0.01 and abs(x.var() - 1 / 12) < 0.005
+
+
+def test_uniform_bounds():
+    x = ember.empty(N, dtype=ember.float64).uniform_(-3, 5, generator=gen(2)).numpy()
+    assert x.min() >= -3 and x.max() < 5 and abs(x.mean() - 1.0) < 0.05
+
+
+def test_normal_moments():
+    x = ember.randn(N, generator=gen(12), dtype=ember.float64).numpy()
+    assert abs(x.mean()) < 0.02 and abs(x.std() - 1) < 0.02
+    assert abs(np.mean(np.abs(x) < 1) - 0.6827) < 0.01
+    y = ember.normal(2.0, 3.0, (N,), generator=gen(13)).numpy()
+    assert abs(y.mean() - 2) < 0.05 and abs(y.std() - 3) < 0.05
+    z = ember.empty(N).normal_(-1, 0.5, generator=gen(14)).numpy()
+    assert abs(z.mean() + 1) < 0.02 and abs(z.std() - 0.5) < 0.02
+
+
+def test_normal_tensor_overloads_broadcast():
+    mean = ember.tensor([[0.0], [100.0]])
+    std = ember.tensor([1.0, 0.0, 2.0])
+    x = ember.normal(mean, std, generator=gen(3))
+    assert x.shape == (2, 3)
+    assert x[1, 1].item() == 100.0 and x[0, 1].item() == 0.0
+    assert ember.normal(5.0, ember.zeros(4), generator=gen(3)).tolist() == [5.0] * 4
+    assert ember.normal(ember.full((2,), 7.0), 0.0, generator=gen(3)).tolist() == [7.0] * 2
+
+
+def test_randint_range_and_uniformity():
+    x = ember.randint(-3, 4, (N,), generator=gen(15)).numpy()
+    assert x.min() == -3 and x.max() == 3
+    counts = np.bincount(x + 3)
+    assert (np.abs(counts / N - 1 / 7) < 0.01).all()
+    assert ember.randint(10, (5,)).dtype == ember.int64
+
+
+def test_randint_full_int64_range():
+    x = ember.empty(1000, dtype=ember.int64).random_(-(2 ** 63), None, generator=gen(4))
+    a = x.numpy()
+    assert (a < 0).any() and (a > 0).any()
+
+
+def test_random_defaults_follow_torch():
+    f = ember.empty(N).random_(generator=gen(5)).numpy()
+    assert f.min() >= 0 and f.max() <= 2 ** 24 and (f == np.round(f)).all()
+    h = ember.empty(N, dtype=ember.float16).random_(generator=gen(5)).float().numpy()
+    assert h.max() <= 2 ** 11
+    i8 = ember.empty(N, dtype=ember.int8).random_(generator=gen(5)).numpy()
+    assert i8.min() == 0 and i8.max() == 127
+    b = ember.empty(1000, dtype=ember.bool).random_(generator=gen(5)).numpy()
+    assert 0.4 < b.mean() < 0.6
+    r = ember.empty(N).random_(3, generator=gen(5)).numpy()
+    assert set(np.unique(r)) == {0.0, 1.0, 2.0}
+
+
+def test_randperm_is_permutation():
+    for n in (0, 1, 2, 17, 1000):
+        p = ember.randperm(n, generator=gen(n)).numpy()
+        assert sorted(p.tolist()) == list(range(n))
+    assert ember.randperm(1000, generator=gen(6)).tolist() != list(range(1000))
+    assert ember.randperm(5, dtype=ember.float32).dtype == ember.float32
+
+
+def test_bernoulli_values_and_rate():
+    x = ember.bernoulli(ember.full((N,), 0.3), generator=gen(16)).numpy()
+    assert set(np.unique(x)) <= {0.0, 1.0} and abs(x.mean() - 0.3) < 0.01
+    edge = ember.bernoulli(ember.tensor([0.0, 1.0] * 50), generator=gen(16)).numpy()
+    assert (edge == np.array([0.0, 1.0] * 50)).all()
+    y = ember.zeros(N, dtype=ember.int64).bernoulli_(0.75, generator=gen(17)).numpy()
+    assert set(np.unique(y)) == {0, 1} and abs(y.mean() - 0.75) < 0.01
+    z = ember.bernoulli(ember.zeros(N), 0.5, generator=gen(18)).numpy()
+    assert abs(z.mean() - 0.5) < 0.01
+
+
+def test_bernoulli_tensor_p_broadcasts():
+    x = ember.zeros(1000, 3).bernoulli_(ember.tensor([0.0, 1.0, 0.5]), generator=gen(1))
+    a = x.numpy()
+    assert (a[:, 0] == 0).all() and (a[:, 1] == 1).all() and 0.4 < a[:, 2].mean() < 0.6
+
+
+def test_multinomial_without_replacement_distinct():
+    probs = ember.rand(50, 20, generator=gen(19)) + 0.01
+    idx = ember.multinomial(probs, 20, generator=gen(20)).numpy()
+    assert idx.shape == (50, 20)
+    assert all(sorted(row.tolist()) == list(range(20)) for row in idx)
+    few = ember.multinomial(ember.tensor([0.0, 5.0, 0.0, 1.0]), 2, generator=gen(1)).numpy()
+    assert sorted(few.tolist()) == [1, 3]
+
+
+def test_multinomial_frequencies():
+    p = np.array([0.1, 0.0, 0.6, 0.3])
+    draws = ember.multinomial(ember.tensor(p * 7), N, True, generator=gen(21)).numpy()
+    freq = np.bincount(draws, minlength=4) / N
+    assert freq[1] == 0 and (np.abs(freq - p) < 0.01).all()
+    first = ember.multinomial(ember.tensor(p).expand(20000, 4), 1, generator=gen(22)).numpy()
+    assert (np.abs(np.bincount(first[:, 0], minlength=4) / 20000 - p) < 0.015).all()
+
+
+def test_exponential_geometric_cauchy_log_normal():
+    e = ember.empty(N, dtype=ember.float64).exponential_(2.0, generator=gen(23)).numpy()
+    assert e.min() >= 0 and abs(e.mean() - 0.5) < 0.01
+    g = ember.empty(N).geometric_(0.25, generator=gen(24)).numpy()
+    assert g.min() >= 1 and (g == np.round(g)).all() and abs(g.mean() - 4) < 0.1
+    c = ember.empty(N).cauchy_(1.0, 2.0, generator=gen(25)).numpy()
+    assert abs(np.median(c) - 1.0) < 0.05
+    ln = ember.empty(N, dtype=ember.float64).log_normal_(0.0, 0.25, generator=gen(26)).numpy()
+    assert ln.min() > 0 and abs(np.log(ln).mean()) < 0.01 and abs(np.log(ln).std() - 0.25) < 0.01
+
+
+def test_like_factories():
+    x = ember.zeros(3, 2, dtype=ember.float64)
+    assert ember.rand_like(x).dtype == ember.float64 and ember.randn_like(x).shape == (3, 2)
+    r = ember.randint_like(x, 3, 6, generator=gen(1)).numpy()
+    assert r.dtype == np.float64 and r.min() >= 3 and r.max() < 6
+    assert ember.randint_like(ember.zeros(4, dtype=ember.int32), 2).dtype == ember.int32
+
+
+def test_factory_out_and_requires_grad():
+    out = ember.empty(2, 2, dtype=ember.float64)
+    assert ember.rand(2, 2, out=out) is out and out.dtype == ember.float64
+    assert ember.randn(3, requires_grad=True).requires_grad
+    with pytest.raises(RuntimeError, match="floating point"):
+        ember.randint(0, 3, (2,), requires_grad=True)
+
+
+# -- errors like torch ------------------------------------------------------------------------
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: ember.randint(5, 5, (3,)), RuntimeError, "random_ expects 'from' to be less"),
+    (lambda: ember.randint(6, 2, (3,)), RuntimeError, "from=6 >= to=2"),
+    (lambda: ember.randperm(-1), RuntimeError, "negative dimension"),
+    (lambda: ember.multinomial(ember.tensor([0.5, -0.1]), 1), RuntimeError,
+     "probability tensor contains"),
+    (lambda: ember.multinomial(ember.tensor([1.0, 1.0]), 3), RuntimeError,
+     "without replacement"),
+    (lambda: ember.multinomial(ember.zeros(2), 1), RuntimeError, r"sum of probabilities <= 0"),
+    (lambda: ember.rand(3, dtype=ember.int64), NotImplementedError, "Long"),
+    (lambda: ember.normal(0.0, 1.0), TypeError, "size"),
+    (lambda: ember.zeros(3).uniform_(1, 0), RuntimeError, r"\[from, to\)"),
+    (lambda: ember.zeros(3).expand(2, 3).normal_(), RuntimeError, "single memory location"),
+    (lambda: ember.zeros(3, dtype=ember.uint8).random_(-1, 3), RuntimeError,
+     "from is out of bounds"),
+    (lambda: ember.bernoulli(ember.tensor([1.5])), RuntimeError, "p_in"),
+])
+def test_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+# -- as_tensor shares NumPy memory -------------------------------------------------------------
+def test_as_tensor_shares_numpy_memory():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = ember.as_tensor(a)
+    a[0, 0] = 42
+    assert t[0, 0].item() == 42
+    t2 = ember.as_tensor(a, dtype=ember.float64)  # a dtype change copies
+    a[0, 1] = -1
+    assert t2[0, 1].item() == 1.0
+    assert ember.as_tensor([1, 2]).dtype == ember.int64
+
+
+def test_linspace_endpoints_exact():
+    for steps in (2, 3, 10, 1001):
+        x = ember.linspace(-1.7, 3.3, steps).numpy()
+        assert x[0] == np.float32(-1.7) and x[-1] == np.float32(3.3)
+    assert math.isclose(ember.logspace(0, 3, 4, base=2.0)[-1].item(), 8.0)
