@@ -17,8 +17,8 @@ DUNDERS = {
     "__matmul__": "matmul", "__and__": "bitwise_and", "__or__": "bitwise_or",
     "__xor__": "bitwise_xor", "__lshift__": "bitwise_left_shift",
     "__rshift__": "bitwise_right_shift", "__neg__": "neg", "__abs__": "abs",
-    "__invert__": "bitwise_not", "__pos__": "positive",
-    "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt",
+    "__invert__": "_invert", "__pos__": "positive",
+    "__eq__": "_eq", "__ne__": "_ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt",
     "__ge__": "ge",
     "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_",
     "__ifloordiv__": "floor_divide_", "__imod__": "remainder_", "__ipow__": "pow_",
@@ -32,6 +32,31 @@ DUNDERS = {
 
 # attribute -> method computing it (exposed as read-only properties)
 PROPERTIES = {"T": "T", "mT": "mT", "H": "T", "mH": "mT", "real": "_real"}
+
+
+_OPERANDS = (Tensor, bool, int, float, complex)
+
+
+def _protocol_comparison(name: str):
+    def compare(self: Tensor, other):
+        if not isinstance(other, _OPERANDS):
+            return NotImplemented  # ``x == None`` falls back to identity, as in torch
+        return TENSOR_METHODS[name](self, other)
+
+    compare.__name__ = f"__{name}__"
+    return compare
+
+
+def _invert(self: Tensor) -> Tensor:
+    if self._dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return TENSOR_METHODS["bitwise_not"](self)
+
+
+TENSOR_METHODS["_eq"] = _protocol_comparison("eq")
+TENSOR_METHODS["_ne"] = _protocol_comparison("ne")
+TENSOR_METHODS["_invert"] = _invert
 
 
 def bind_tensor_methods() -> None:
