@@ -15,4 +15,6 @@ bind_tensor_methods()
 
 
 def __getattr__(name: str):
+    if name.startswith("__") or name == "pytest_plugins":
+        raise AttributeError(name)
     return namespace_getattr(name)
