@@ -13,7 +13,15 @@ import math
 
 import numpy as np
 
-from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
+from ember.backends.cpu._util import (
+    _IGNORE,
+    _reset_errstate,
+    _set_errstate,
+    arr,
+    compute_dtype,
+    ignore_fp_errors,
+    new_output,
+)
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes
 from ember.ops import pointwise as pw
@@ -35,6 +43,11 @@ def _np(x, comp: dt.DType):
     if a.dtype != comp.np:
         a = a.astype(comp.np)
     return a if a.dtype == c else a.astype(c)
+
+
+def _relu(x, out=None):
+    """``max(x, 0)`` with NaN kept (a ufunc-like callable: writes into ``out``)."""
+    return np.maximum(x, x.dtype.type(0), out=out)
 
 
 def _land(fn, ufunc: bool, ops: tuple, dst: np.ndarray, natural: np.dtype) -> None:
@@ -247,7 +260,7 @@ UNARY_FNS = {
     "lgamma": (_f64(lgamma64), False), "digamma": (_f64(digamma64), False),
     "floor": (_int_identity(np.floor), False), "ceil": (_int_identity(np.ceil), False),
     "trunc": (_int_identity(np.trunc), False), "frac": (lambda x: x - np.trunc(x), False),
-    "relu": (lambda x: np.maximum(x, 0), False), "bitwise_not": (np.invert, True),
+    "relu": (_relu, True), "bitwise_not": (np.invert, True),
     "logical_not": (np.logical_not, True), "isnan": (np.isnan, True),
     "isinf": (np.isinf, True), "isfinite": (np.isfinite, True),
     "isposinf": (_isposinf, False), "isneginf": (_isneginf, False),
@@ -283,8 +296,11 @@ def make_unary(name: str, fn, ufunc: bool) -> None:
             res = fast.get(self._dtype)
             if res is not None:  # see NOTE [Pointwise hot path]
                 o = empty_tensor(self._shape, res)
-                with ignore_fp_errors():
+                token = _set_errstate(_IGNORE)
+                try:
                     fn(arr(self), out=arr(o))
+                finally:
+                    _reset_errstate(token)
                 return o
         if out is not None:
             op.meta_rule(self, out=out)
@@ -443,8 +459,11 @@ def make_binary(name: str, fn, ufunc: bool) -> None:
         if d.category != dt.FLOATING:  # integer ufuncs raise no floating-point flags
             fn(arr(input), b, out=arr(o))
             return o
-        with ignore_fp_errors():
+        token = _set_errstate(_IGNORE)
+        try:
             fn(arr(input), b, out=arr(o))
+        finally:
+            _reset_errstate(token)
         return o
 
     def compute(input, other, alpha, dst: np.ndarray, comp: dt.DType) -> None:

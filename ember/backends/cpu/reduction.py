@@ -13,7 +13,15 @@ import warnings
 
 import numpy as np
 
-from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
+from ember.backends.cpu._util import (
+    _IGNORE,
+    _reset_errstate,
+    _set_errstate,
+    arr,
+    compute_dtype,
+    ignore_fp_errors,
+    new_output,
+)
 from ember.core import dtype as dt
 from ember.core.layout import numel
 from ember.ops import reduction as red
@@ -77,7 +85,7 @@ def _impl(op):
 
 
 # -- sum-like ---------------------------------------------------------------------------------
-def _make_sum(name: str, np_fn) -> None:
+def _make_sum(name: str, np_fn, reduce_ufunc=None) -> None:
     op = getattr(red, name)
 
     @_impl(op)
@@ -89,6 +97,17 @@ def _make_sum(name: str, np_fn) -> None:
             return _land(None, spec, out, name)
         a = _src(input, dtype)
         acc = _acc(spec.dtype)
+        if reduce_ufunc is not None and a.dtype == acc:
+            # Fast path: reduce straight into the output's memory.
+            o = new_output(spec.shape, spec.dtype, out, name)
+            dst = arr(o)
+            if dst.dtype == acc:
+                token = _set_errstate(_IGNORE)
+                try:
+                    reduce_ufunc(a, axis=dims, dtype=acc, keepdims=keepdim, out=dst)
+                finally:
+                    _reset_errstate(token)
+                return o
         if name == "prod" and spec.dtype.itemsize == 2 and acc == _F32:
             acc = spec.dtype.np  # torch's half prod rounds after every multiply
             a = a.astype(acc, copy=False)
@@ -99,7 +118,7 @@ def _make_sum(name: str, np_fn) -> None:
         return _land(r, spec, out, name)
 
 
-_make_sum("sum", np.sum)
+_make_sum("sum", np.sum, np.add.reduce)
 _make_sum("nansum", np.nansum)
 _make_sum("prod", np.prod)
 
