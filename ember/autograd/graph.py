@@ -238,10 +238,7 @@ class SavedTensor:
 
 
 def _type_name(t: Tensor) -> str:
-    names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-             "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
-             "bool": "Bool"}
-    return names[t._dtype.name] + "Tensor"
+    return t._dtype.scalar_name + "Tensor"
 
 
 def _without_history(t: Tensor) -> Tensor:

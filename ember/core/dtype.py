@@ -44,6 +44,11 @@ class DType:
     def to_real(self) -> DType:
         return self
 
+    @property
+    def scalar_name(self) -> str:
+        """PyTorch's ScalarType name ("Float", "Long", ...), as used in error messages."""
+        return _SCALAR_NAMES[self.name]
+
     def __repr__(self) -> str:
         return f"ember.{self.name}"
 
@@ -61,6 +66,10 @@ int32 = DType("int32", 4, INTEGRAL, True, np.dtype(np.int32))
 int64 = DType("int64", 8, INTEGRAL, True, np.dtype(np.int64))
 uint8 = DType("uint8", 1, INTEGRAL, False, np.dtype(np.uint8))
 bool_ = DType("bool", 1, BOOL, False, np.dtype(np.bool_))
+
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int8": "Char", "int16": "Short", "int32": "Int",
+                 "int64": "Long", "uint8": "Byte", "bool": "Bool"}
 
 ALL_DTYPES = (float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool_)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}

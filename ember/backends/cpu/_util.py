@@ -59,13 +59,8 @@ def write_result(result, out: Tensor) -> Tensor:
     return out
 
 
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                "bfloat16": "BFloat16", "int8": "Char", "int16": "Short", "int32": "Int",
-                "int64": "Long", "uint8": "Byte", "bool": "Bool"}
-
-
 def _tname(d: dt.DType) -> str:
-    return _TORCH_NAMES[d.name]
+    return d.scalar_name
 
 
 def compute_dtype(d: dt.DType) -> np.dtype:
