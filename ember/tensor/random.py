@@ -46,6 +46,15 @@ _SHIFT32 = np.uint64(32)
 _LOW32 = np.uint64(_MASK32)
 
 
+def _round_keys(key: tuple[int, int], rounds: int) -> list[tuple[int, int]]:
+    k0, k1 = key[0] & _MASK32, key[1] & _MASK32
+    keys = []
+    for _ in range(rounds):
+        keys.append((k0, k1))
+        k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
+    return keys
+
+
 def philox4x32(counters: np.ndarray, key: tuple[int, int], rounds: int = 10) -> np.ndarray:
     """The Philox4x32 block function (Salmon et al., SC'11) over many counters at once.
 
@@ -58,16 +67,40 @@ def philox4x32(counters: np.ndarray, key: tuple[int, int], rounds: int = 10) -> 
         ``(n, 4)`` uint32 array of output words.
     """
     c = np.asarray(counters, dtype=np.uint64)
-    c0, c1, c2, c3 = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
-    k0, k1 = key[0] & _MASK32, key[1] & _MASK32
-    for r in range(rounds):
-        if r:
-            k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
-        p0 = c0 * _M0  # 32x32 -> 64 bit products are exact in uint64
-        p1 = c2 * _M1
-        c0, c1, c2, c3 = ((p1 >> _SHIFT32) ^ c1 ^ np.uint64(k0), p1 & _LOW32,
-                          (p0 >> _SHIFT32) ^ c3 ^ np.uint64(k1), p0 & _LOW32)
-    return np.stack([c0, c1, c2, c3], axis=1).astype(np.uint32)
+    if c.shape[0] <= _SCALAR_BLOCKS:
+        return _philox_scalar(c.tolist(), _round_keys(key, rounds))
+    c0, c1, c2, c3 = (np.ascontiguousarray(c[:, i]) for i in range(4))
+    p0, p1, t = np.empty_like(c0), np.empty_like(c0), np.empty_like(c0)
+    for k0, k1 in _round_keys(key, rounds):
+        np.multiply(c0, _M0, out=p0)  # 32x32 -> 64 bit products are exact in uint64
+        np.multiply(c2, _M1, out=p1)
+        # new (c0, c1, c2, c3) = (hi(p1) ^ c1 ^ k0, lo(p1), hi(p0) ^ c3 ^ k1, lo(p0))
+        np.right_shift(p1, _SHIFT32, out=t)
+        np.bitwise_xor(t, c1, out=c0)
+        np.bitwise_xor(c0, np.uint64(k0), out=c0)
+        np.bitwise_and(p1, _LOW32, out=c1)
+        np.right_shift(p0, _SHIFT32, out=t)
+        np.bitwise_xor(t, c3, out=c2)
+        np.bitwise_xor(c2, np.uint64(k1), out=c2)
+        np.bitwise_and(p0, _LOW32, out=c3)
+    out = np.empty((c.shape[0], 4), np.uint32)
+    for i, col in enumerate((c0, c1, c2, c3)):
+        out[:, i] = col
+    return out
+
+
+_SCALAR_BLOCKS = 4  # below this many blocks plain Python ints beat NumPy's per-call overhead
+
+
+def _philox_scalar(counters: list, keys: list) -> np.ndarray:
+    rows = []
+    for c0, c1, c2, c3 in counters:
+        for k0, k1 in keys:
+            p0, p1 = c0 * 0xD2511F53, c2 * 0xCD9E8D57
+            c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & _MASK32, (p0 >> 32) ^ c3 ^ k1, \
+                p0 & _MASK32
+        rows.append((c0, c1, c2, c3))
+    return np.array(rows, dtype=np.uint32).reshape(-1, 4)
 
 
 def _check_seed(seed) -> int:
