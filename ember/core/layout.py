@@ -233,5 +233,10 @@ def storage_extent(shape: Sequence[int], stride: Sequence[int], offset: int) -> 
 
 
 def has_internal_overlap(shape: Sequence[int], stride: Sequence[int]) -> bool:
-    """True when a dim of size > 1 has stride 0 (PyTorch's definite "overlap: YES" case)."""
+    """True when a dim of size > 1 has stride 0 (PyTorch's definite "overlap: YES" case).
+
+    A tensor without elements never overlaps (torch lets an empty expanded tensor be written).
+    """
+    if 0 in shape:
+        return False
     return any(st == 0 and s > 1 for s, st in zip(shape, stride))
