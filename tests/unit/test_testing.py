@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ember
@@ -63,6 +63,13 @@ def test_verdict_equals_torch(data):
     kw = {} if tols is None else dict(rtol=tols[0], atol=tols[1])
     ea, ta = both(noise, name)
     eb, tb = both(base, name)
+    rtol, atol = tols if tols is not None else default_tolerances(E(name))
+    a, b = ta.double(), tb.double()
+    allowed = atol + rtol * b.abs()
+    slack = (a - b).abs() - allowed
+    # where rounding in float32 vs float64 could flip the verdict, the libraries may differ
+    assume(not bool(((slack.abs() <= 1e-6 * allowed) & (allowed > 0)
+                     & torch.isfinite(slack)).any()))
     assert raises(lambda: assert_close(ea, eb, equal_nan=equal_nan, **kw)) == raises(
         lambda: torch.testing.assert_close(ta, tb, equal_nan=equal_nan, **kw))
 
