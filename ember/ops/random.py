@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, expand_geometry, numel
-from ember.ops._define import Spec, Tag, composite, operator, tensor_method
+from ember.ops._define import Spec, Tag, composite, derivative, operator, tensor_method
 from ember.ops.creation import _FACTORY_KW, _shape_arg, factory
 from ember.ops.pointwise import _TN, check_writable
 from ember.tensor import Tensor
@@ -533,3 +533,16 @@ def random_(self, *bounds, generator=None, **kw) -> Tensor:
     if kw:
         raise TypeError(f"random_() got unexpected keyword arguments {sorted(kw)}")
     return random_from_(self, from_, to, generator=generator)
+
+
+# -- derivatives ---------------------------------------------------------------------------------
+def _no_gradient(ctx, *grads):
+    """Random draws carry no gradient to their parameters or to overwritten values (as torch:
+    the outputs require grad, the gradients are zero)."""
+    return (None,) * len(ctx.needs_input_grad)
+
+
+for _op in (normal_tensor_tensor, normal_tensor_float, normal_float_tensor, bernoulli_tensor,
+            bernoulli_p, uniform_, normal_, exponential_, geometric_, cauchy_, log_normal_,
+            bernoulli_float_, bernoulli_tensor_, random_from_):
+    derivative(_op)(_no_gradient)
