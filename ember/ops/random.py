@@ -542,7 +542,8 @@ def _no_gradient(ctx, *grads):
     return (None,) * len(ctx.needs_input_grad)
 
 
+# bernoulli.p has no formula in torch either: its backward raises "not implemented".
 for _op in (normal_tensor_tensor, normal_tensor_float, normal_float_tensor, bernoulli_tensor,
-            bernoulli_p, uniform_, normal_, exponential_, geometric_, cauchy_, log_normal_,
+            uniform_, normal_, exponential_, geometric_, cauchy_, log_normal_,
             bernoulli_float_, bernoulli_tensor_, random_from_):
     derivative(_op)(_no_gradient)
