@@ -174,26 +174,26 @@ def _compare_tensors(actual: Tensor, expected: Tensor, options: dict, path: str)
         rtol, atol = default_tolerances(actual.dtype, expected.dtype)
     common = dt.promote_types(actual.dtype, expected.dtype)
     a, e = _as_compute_array(actual, common), _as_compute_array(expected, common)
-    matches = _close(a, e, rtol, atol, options["equal_nan"])
+    matches = _close(a, e, rtol, atol, options["equal_nan"], common.is_floating_point)
     if not np.all(matches):
         raise _Mismatch(_tensor_message(a, e, matches, rtol, atol, common), path)
 
 
 def _as_compute_array(t: Tensor, common: dt.DType) -> np.ndarray:
-    arr = numpy_view(t)
-    if common.is_floating_point:
-        return arr.astype(np.float64)
-    return arr.astype(np.int64)
+    """The values in the dtype the comparison runs in (the promoted one, like torch.isclose)."""
+    return numpy_view(t).astype(common.np if common.is_floating_point else np.int64)
 
 
-def _close(a, e, rtol: float, atol: float, equal_nan: bool):
-    if a.dtype.kind != "f":
+def _close(a, e, rtol: float, atol: float, equal_nan: bool, floating: bool = True):
+    """``a == e or |a - e| <= atol + |rtol * e|``, evaluated in ``a``'s dtype as torch does."""
+    if not floating:
         if rtol == 0 and atol == 0:
             return np.equal(a, e)
         a, e = a.astype(np.float64), e.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        within = np.abs(a - e) <= atol + rtol * np.abs(e)
-        out = (a == e) | (within & np.isfinite(a) & np.isfinite(e))
+        diff = np.abs(a - e)
+        within = diff <= atol + np.abs(rtol * e)
+        out = (a == e) | (within & np.isfinite(diff))
     if equal_nan:
         out = out | (np.isnan(a) & np.isnan(e))
     return out
