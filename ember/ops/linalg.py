@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, canonical_dim, expand_geometry
-from ember.ops._define import Spec, Tag, composite, operator
+from ember.ops._define import Spec, Tag, composite, derivative, operator
 from ember.ops.pointwise import check_writable
 from ember.tensor import Tensor
 
@@ -182,6 +182,45 @@ def _eigh_dtype(A: Tensor) -> None:
         raise _not_implemented("linalg_eigh_cpu", A)
 
 
+# -- derivative helpers ------------------------------------------------------------------------
+# NOTE [Linalg derivatives]
+# Rules are written with ember ops only, so ``create_graph=True`` differentiates them again.
+# Multi-output decompositions save ``A`` and recompute the (deterministic) factorisation in
+# backward: a rule can save only the first output as "result", and the factors are needed.
+def _lib():
+    """The ``ember`` namespace (imported lazily: this module is imported by ``ember``)."""
+    import ember
+
+    return ember
+
+
+def _scale(g: Tensor, s) -> Tensor:
+    """``g * s``, skipping the multiply for ``s == 1`` (``beta``/``alpha`` of the add* ops)."""
+    return g if s == 1 else g * s
+
+
+def _fit(g: Tensor, shape: tuple) -> Tensor:
+    """Sum (or expand) ``g``'s dims to ``shape`` of the same rank (size-1 broadcasting)."""
+    dims = tuple(d for d, (n, s) in enumerate(zip(g.shape, shape)) if s == 1 and n != 1)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    return g if tuple(g.shape) == tuple(shape) else g.expand(shape)
+
+
+def _eye_mask(n: int, device) -> Tensor:
+    return _lib().eye(n, dtype=dt.bool_, device=device)
+
+
+def _unit_diag(E: Tensor) -> Tensor:
+    """``E`` with ones on the diagonal (the divisor of the decompositions' off-diagonal terms)."""
+    return _lib().where(_eye_mask(E.shape[-1], E.device), 1.0, E)
+
+
+def _mT_solve(A: Tensor, B: Tensor, left: bool = True) -> Tensor:
+    """``A^{-T} B`` (``left``) or ``B A^{-T}``."""
+    return linalg_solve(A.mT, B, left=left)
+
+
 # -- products ----------------------------------------------------------------------------------
 @operator("matmul(Tensor self, Tensor other, *, Tensor(a!)? out=None) -> Tensor")
 def matmul(input, other, *, out=None):
@@ -209,6 +248,42 @@ def matmul(input, other, *, out=None):
     return Spec(shape, input._dtype)
 
 
+@derivative(matmul, save=("input", "other"))
+def _matmul_backward(ctx, grad):
+    a, b = ctx.input, ctx.other
+    need_a, need_b = ctx.needs_input_grad
+    if a.ndim == 1 and b.ndim == 1:
+        return grad * b if need_a else None, grad * a if need_b else None
+    # Promote 1-d operands to matrices (a row on the left, a column on the right) and put
+    # their removed dim back into grad; batch dims that broadcast are summed by the engine.
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+    g = grad.unsqueeze(-2) if a.ndim == 1 else grad
+    g = g.unsqueeze(-1) if b.ndim == 1 else g
+    (m, k), p = a2.shape[-2:], b2.shape[-1]
+    ga = gb = None
+    if a2.ndim == 2 and b2.ndim == 2:
+        ga = mm(g, b2.mT) if need_a else None
+        gb = mm(a2.mT, g) if need_b else None
+    elif b2.ndim == 2:  # (*, m, k) @ (k, p): b's gradient folds the batch into the rows
+        ga = matmul(g, b2.mT) if need_a else None
+        gb = mm(a2.reshape(a2.numel() // k if k else 0, k).mT,
+                g.reshape(g.numel() // p if p else 0, p)) if need_b else None
+    elif a2.ndim == 2:  # (m, k) @ (*, k, p): a's gradient folds the batch into the columns
+        if need_a:
+            rows = b2.movedim(-2, 0).reshape(k, b2.numel() // k if k else 0)
+            ga = mm(g.movedim(-2, 0).reshape(m, g.numel() // m if m else 0), rows.mT)
+        gb = matmul(a2.mT, g) if need_b else None
+    else:
+        ga = matmul(g, b2.mT) if need_a else None
+        gb = matmul(a2.mT, g) if need_b else None
+    if ga is not None and a.ndim == 1:
+        ga = ga.squeeze(-2)
+    if gb is not None and b.ndim == 1:
+        gb = gb.squeeze(-1)
+    return ga, gb
+
+
 @composite("_rmatmul(Tensor self, Tensor other) -> Tensor")
 def _rmatmul(self, other):
     """``other @ self`` (the reflected ``__rmatmul__``)."""
@@ -228,6 +303,13 @@ def mm(input, mat2, *, out=None):
     return Spec(shape, input._dtype)
 
 
+@derivative(mm, save=("input", "mat2"))
+def _mm_backward(ctx, grad):
+    need_a, need_b = ctx.needs_input_grad
+    return (mm(grad, ctx.mat2.mT) if need_a else None,
+            mm(ctx.input.mT, grad) if need_b else None)
+
+
 def _bmm_shape(b1: Tensor, b2: Tensor) -> tuple:
     if b1.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
@@ -245,6 +327,13 @@ def bmm(input, mat2, *, out=None):
     shape = _bmm_shape(input, mat2)
     _no_bool_gemm("bmm", input, shape, input._shape[2])
     return Spec(shape, input._dtype)
+
+
+@derivative(bmm, save=("input", "mat2"))
+def _bmm_backward(ctx, grad):
+    need_a, need_b = ctx.needs_input_grad
+    return (bmm(grad, ctx.mat2.mT) if need_a else None,
+            bmm(ctx.input.mT, grad) if need_b else None)
 
 
 def _mv_shape(inp: Tensor | None, mat: Tensor, vec: Tensor) -> tuple:
@@ -275,6 +364,13 @@ def mv(input, vec, *, out=None):
     return Spec(_mv_shape(None, input, vec), input._dtype)
 
 
+@derivative(mv, save=("input", "vec"))
+def _mv_backward(ctx, grad):
+    need_a, need_v = ctx.needs_input_grad
+    return (outer(grad, ctx.vec) if need_a else None,
+            mv(ctx.input.mT, grad) if need_v else None)
+
+
 @operator("dot(Tensor self, Tensor tensor, *, Tensor(a!)? out=None) -> Tensor")
 def dot(input, tensor, *, out=None):
     """Inner product of two 1-d tensors of equal length; a 0-d result (``torch.dot``)."""
@@ -282,11 +378,23 @@ def dot(input, tensor, *, out=None):
     return Spec((), input._dtype)
 
 
+@derivative(dot, save=("input", "tensor"))
+def _dot_backward(ctx, grad):
+    need_a, need_b = ctx.needs_input_grad
+    return (grad * ctx.tensor if need_a else None, grad * ctx.input if need_b else None)
+
+
 @operator("vdot(Tensor self, Tensor other, *, Tensor(a!)? out=None) -> Tensor")
 def vdot(input, other, *, out=None):
     """Inner product conjugating ``input`` (the same as :func:`dot` for real tensors)."""
     _dot_check("dot", input, other)
     return Spec((), input._dtype)
+
+
+@derivative(vdot, save=("input", "other"))
+def _vdot_backward(ctx, grad):
+    need_a, need_b = ctx.needs_input_grad
+    return (grad * ctx.other if need_a else None, grad * ctx.input if need_b else None)
 
 
 @operator("outer(Tensor self, Tensor vec2, *, Tensor(a!)? out=None) -> Tensor")
@@ -299,6 +407,13 @@ def outer(input, vec2, *, out=None):
         if t.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
     return Spec(input._shape + vec2._shape, dt.promote_types(input._dtype, vec2._dtype))
+
+
+@derivative(outer, save=("input", "vec2"))
+def _outer_backward(ctx, grad):
+    need_a, need_b = ctx.needs_input_grad  # operands may have other dtypes than grad
+    return (mv(grad, ctx.vec2.to(grad.dtype)) if need_a else None,
+            mv(grad.mT, ctx.input.to(grad.dtype)) if need_b else None)
 
 
 @composite("ger(Tensor self, Tensor vec2) -> Tensor")
@@ -403,6 +518,45 @@ addbmm = _declare_fused("addbmm")
 baddbmm = _declare_fused("baddbmm")
 
 
+def _fused_input_grad(ctx, grad):
+    return _scale(grad, ctx.beta) if ctx.needs_input_grad[0] else None
+
+
+def _addmm_backward(ctx, grad):
+    _, need_a, need_b = ctx.needs_input_grad
+    return (_fused_input_grad(ctx, grad),
+            _scale(mm(grad, ctx.b.mT), ctx.alpha) if need_a else None,
+            _scale(mm(ctx.a.mT, grad), ctx.alpha) if need_b else None)
+
+
+def _addmv_backward(ctx, grad):
+    _, need_a, need_b = ctx.needs_input_grad
+    return (_fused_input_grad(ctx, grad),
+            _scale(outer(grad, ctx.b), ctx.alpha) if need_a else None,
+            _scale(mv(ctx.a.mT, grad), ctx.alpha) if need_b else None)
+
+
+def _addbmm_backward(ctx, grad):
+    _, need_a, need_b = ctx.needs_input_grad
+    return (_fused_input_grad(ctx, grad),
+            _scale(matmul(grad.unsqueeze(0), ctx.b.mT), ctx.alpha) if need_a else None,
+            _scale(matmul(ctx.a.mT, grad), ctx.alpha) if need_b else None)
+
+
+def _baddbmm_backward(ctx, grad):
+    _, need_a, need_b = ctx.needs_input_grad
+    return (_fused_input_grad(ctx, grad),
+            _scale(bmm(grad, ctx.b.mT), ctx.alpha) if need_a else None,
+            _scale(bmm(ctx.a.mT, grad), ctx.alpha) if need_b else None)
+
+
+# The in-place forms share the rule: it reads only the two factors, never ``self``.
+for _op, _rule in ((addmm, _addmm_backward), (addmv, _addmv_backward),
+                   (addbmm, _addbmm_backward), (baddbmm, _baddbmm_backward)):
+    derivative(_op, save=("a", "b"))(_rule)
+    derivative(FUSED_INPLACE[_op.name], save=("a", "b"))(_rule)
+
+
 @operator("kron(Tensor self, Tensor other, *, Tensor(a!)? out=None) -> Tensor")
 def kron(input, other, *, out=None):
     """Kronecker product; the shorter shape is left-padded with ones (``torch.kron``).
@@ -414,6 +568,23 @@ def kron(input, other, *, out=None):
     sb = (1,) * (n - other.ndim) + other._shape
     return Spec(tuple(x * y for x, y in zip(sa, sb)),
                 dt.promote_types(input._dtype, other._dtype))
+
+
+@derivative(kron, save=("input", "other"))
+def _kron_backward(ctx, grad):
+    # Viewed as (a0, b0, a1, b1, ...), kron's result is an outer product of the padded inputs.
+    a, b = ctx.input, ctx.other
+    n = grad.ndim
+    sa = (1,) * (n - a.ndim) + tuple(a.shape)
+    sb = (1,) * (n - b.ndim) + tuple(b.shape)
+    g = grad.reshape(tuple(x for pair in zip(sa, sb) for x in pair))
+    la, lb = string.ascii_letters[:n], string.ascii_letters[n:2 * n]
+    gl = "".join(x + y for x, y in zip(la, lb))
+    need_a, need_b = ctx.needs_input_grad
+    ga = einsum(f"{gl},{lb}->{la}", g, b.to(grad.dtype).reshape(sb)) if need_a else None
+    gb = einsum(f"{gl},{la}->{lb}", g, a.to(grad.dtype).reshape(sa)) if need_b else None
+    return (None if ga is None else ga.reshape(a.shape),
+            None if gb is None else gb.reshape(b.shape))
 
 
 # -- tensordot ---------------------------------------------------------------------------------
@@ -457,6 +628,24 @@ def tensordot(a, b, dims=2, out=None):
     k = math.prod(max(a._shape[x], b._shape[y]) for x, y in zip(ca, cb))
     _no_bool_gemm("addmm_impl_cpu_", a, shape, k)
     return Spec(shape, a._dtype)
+
+
+@derivative(tensordot, save=("a", "b"))
+def _tensordot_backward(ctx, grad):
+    # As einsum: contracted pairs share a label, the free labels of a then b form the result.
+    a, b = ctx.a, ctx.b
+    da, db = tensordot_dims(a, b, ctx.dims)
+    ca = [canonical_dim(d, a.ndim) for d in da]
+    cb = [canonical_dim(d, b.ndim) for d in db]
+    letters = iter(string.ascii_letters)
+    ta, tb = [next(letters) for _ in range(a.ndim)], [""] * b.ndim
+    for x, y in zip(ca, cb):
+        tb[y] = ta[x]
+    tb = [c or next(letters) for c in tb]
+    out = "".join(c for i, c in enumerate(ta) if i not in ca) + \
+        "".join(c for i, c in enumerate(tb) if i not in cb)
+    return tuple(einsum_grads(f"{''.join(ta)},{''.join(tb)}->{out}", grad, [a, b],
+                              ctx.needs_input_grad))
 
 
 # -- einsum ------------------------------------------------------------------------------------
@@ -630,6 +819,62 @@ def einsum(equation, *operands):
     return Spec(plan.shape, d)
 
 
+def einsum_grads(equation: str, grad: Tensor, ops, needs) -> list:
+    """Gradients of ``einsum(equation, *ops)`` (an explicit equation without ``...``).
+
+    Operand ``i``'s gradient is itself an einsum: of ``grad`` and the other operands, into
+    ``i``'s labels. A label repeated in ``i``'s term (a diagonal) gets a fresh label tied to it
+    by an identity matrix; a label summed in ``i`` alone is broadcast by a vector of ones;
+    size-1 (broadcast) dims are summed back.
+    """
+    lhs, out = equation.split("->")
+    terms = lhs.split(",")
+    fresh = iter(c for c in string.ascii_letters if c not in equation)
+    grads = []
+    for i, (term, op) in enumerate(zip(terms, ops)):
+        if not needs[i]:
+            grads.append(None)
+            continue
+        others = [(t, o) for j, (t, o) in enumerate(zip(terms, ops)) if j != i]
+        target, extra, seen = [], [], set()
+        for pos, c in enumerate(term):
+            if c in seen:
+                new = next(fresh)
+                target.append(new)
+                extra.append((c + new, _lib().eye(op.shape[pos], dtype=grad.dtype,
+                                                  device=grad.device)))
+            else:
+                seen.add(c)
+                target.append(c)
+        have = set(out).union(*(t for t, _ in others), *(t for t, _ in extra))
+        for pos, c in enumerate(term):
+            if c not in have:
+                have.add(c)
+                extra.append((c, _lib().ones(op.shape[pos], dtype=grad.dtype,
+                                             device=grad.device)))
+        parts = [(out, grad)] + others + extra
+        eq = ",".join(t for t, _ in parts) + "->" + "".join(target)
+        g = einsum(eq, *[o if o.dtype is grad.dtype else o.to(grad.dtype) for _, o in parts])
+        grads.append(_fit(g, tuple(op.shape)))
+    return grads
+
+
+def _einsum_signature(equation, tensors, *rest):
+    """Binds ``einsum(eq, a, b)`` (``tensors=a``, ``rest=(b,)``) and ``einsum(eq, [a, b])``."""
+
+
+@derivative(einsum, save=("tensors", "rest"), signature=_einsum_signature)
+def _einsum_backward(ctx, grad):
+    first, rest = ctx.tensors, list(ctx.rest)
+    ops = list(first) + rest if isinstance(first, list | tuple) else [first] + rest
+    plan = einsum_plan(ctx.equation, tuple(tuple(t.shape) for t in ops))
+    needs = ctx.needs_input_grad
+    grads = einsum_grads(plan.equation, grad, ops, needs + (False,) * (len(ops) - len(needs)))
+    if isinstance(first, list | tuple):
+        return (grads,) if not rest else (grads[:len(first)], grads[len(first):])
+    return (grads[0],) if not rest else (grads[0], grads[1:])
+
+
 # -- ember.linalg: inverses and determinants ---------------------------------------------------
 @operator("linalg_inv(Tensor A, *, Tensor(a!)? out=None) -> Tensor", method=False)
 def linalg_inv(A, *, out=None):
@@ -644,6 +889,12 @@ def linalg_inv(A, *, out=None):
     _floating("linalg.inv", A)
     _square("linalg.inv", A)
     return Spec(A._shape, A._dtype)
+
+
+@derivative(linalg_inv, save=("result",))
+def _linalg_inv_backward(ctx, grad):
+    X = ctx.result  # d(A^-1) = -A^-1 dA A^-1
+    return -matmul(X.mT, matmul(grad, X.mT))
 
 
 @composite("inverse(Tensor self) -> Tensor")
@@ -661,6 +912,26 @@ def linalg_det(A, *, out=None):
     _floating("linalg.det", A, "lu_cpu")
     _square("linalg.det", A)
     return Spec(A._shape[:-2], A._dtype)
+
+
+def _cofactors_svd(A: Tensor) -> Tensor:
+    """The cofactor matrix ``det(A) A^{-T}`` through the SVD, defined for singular ``A`` too:
+    ``A = U S Vh`` gives ``det(U) det(Vh) U diag(prod_{j != i} S_j) Vh``."""
+    U, S, Vh = linalg_svd(A, full_matrices=False)
+    n = S.shape[-1]
+    others = _lib().where(_eye_mask(n, S.device), 1.0, S.unsqueeze(-2).expand(*S.shape, n))
+    scale = (linalg_det(U) * linalg_det(Vh)).unsqueeze(-1) * others.prod(-1)
+    return matmul(U * scale.unsqueeze(-2), Vh)
+
+
+@derivative(linalg_det, save=("A", "result"))
+def _linalg_det_backward(ctx, grad):
+    A, d = ctx.A, ctx.result
+    # det(A) A^{-T} for invertible matrices; a batch holding an exactly singular matrix (where
+    # the inverse does not exist but the cofactors do) goes through the SVD.
+    if A.numel() and bool((d == 0).any()):
+        return grad.unsqueeze(-1).unsqueeze(-1) * _cofactors_svd(A)
+    return (grad * d).unsqueeze(-1).unsqueeze(-1) * linalg_inv(A).mT
 
 
 @composite("det(Tensor self) -> Tensor")
@@ -683,6 +954,12 @@ def linalg_slogdet(A, *, out=None):
     return Spec(A._shape[:-2], A._dtype), Spec(A._shape[:-2], A._dtype)
 
 
+@derivative(linalg_slogdet, save=("A",))
+def _linalg_slogdet_backward(ctx, grad_sign, grad_logabsdet):
+    # sign is piecewise constant: only logabsdet carries a gradient, A^{-T}.
+    return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * linalg_inv(ctx.A).mT
+
+
 linalg_slogdet.result_tuple = SlogdetResult
 
 
@@ -701,6 +978,14 @@ def logdet(input):
     _floating("logdet", input)
     _square("linalg.slogdet", input)
     return Spec(input._shape[:-2], input._dtype)
+
+
+@derivative(logdet, save=("input", "result"))
+def _logdet_backward(ctx, grad):
+    # torch computes logdet as where(sign == -1, nan, logabsdet): a negative determinant's
+    # NaN result gets a zero gradient.
+    g = _lib().where(ctx.result.isnan(), 0.0, grad)
+    return g.unsqueeze(-1).unsqueeze(-1) * linalg_inv(ctx.input).mT
 
 
 # -- ember.linalg: solvers and factorizations --------------------------------------------------
@@ -740,6 +1025,20 @@ def linalg_solve(A, B, *, left=True, out=None):
     return Spec(batch + (mat[-2:-1] if vector else mat[-2:]), A._dtype)
 
 
+@derivative(linalg_solve, save=("A", "result"))
+def _linalg_solve_backward(ctx, grad):
+    # AX = B: gB = A^{-T} g, gA = -gB X^T;  XA = B: gB = g A^{-T}, gA = -X^T gB.
+    A, X, left = ctx.A, ctx.result, ctx.left
+    gB = _mT_solve(A, grad, left)
+    if not ctx.needs_input_grad[0]:
+        return None, gB
+    if solve_is_vector(A, X):  # batches of vectors: X and gB are (*, n)
+        gA = -(gB.unsqueeze(-1) * X.unsqueeze(-2))
+    else:
+        gA = -matmul(gB, X.mT) if left else -matmul(X.mT, gB)
+    return gA, gB
+
+
 @operator("linalg_cholesky(Tensor A, *, bool upper=False, Tensor(a!)? out=None) -> Tensor",
           method=False)
 def linalg_cholesky(A, *, upper=False, out=None):
@@ -755,6 +1054,17 @@ def linalg_cholesky(A, *, upper=False, out=None):
     _floating("linalg.cholesky", A, "cholesky_cpu")
     _square("linalg.cholesky", A)
     return Spec(A._shape, A._dtype)
+
+
+@derivative(linalg_cholesky, save=("result",))
+def _linalg_cholesky_backward(ctx, grad):
+    # A = L L^T: gA = sym(L^{-T} phi(L^T gL) L^{-1}), phi = lower triangle, halved diagonal.
+    # The gradient is symmetric (torch's convention), though the forward reads one triangle.
+    L, gL = (ctx.result.mT, grad.mT) if ctx.upper else (ctx.result, grad)
+    P = matmul(L.mT, gL)
+    P = P.tril() - 0.5 * P.diagonal(0, -2, -1).diag_embed()
+    S = _mT_solve(L, _mT_solve(L, P).mT).mT
+    return 0.5 * (S + S.mT)
 
 
 _QR_MODES = ("reduced", "complete", "r")
@@ -784,6 +1094,36 @@ def linalg_qr(A, mode="reduced", *, out=None):
 linalg_qr.result_tuple = QRResult
 
 
+def _qr_tall_backward(Q: Tensor, R: Tensor, gQ: Tensor, gR: Tensor) -> Tensor:
+    """QR backward for m >= n (``Q`` is ``m x n``, ``R`` is ``n x n``):
+    ``gA = (gQ + Q copyltu(M)) R^{-T}`` with ``M = R gR^T - gQ^T Q``, ``copyltu`` the symmetric
+    matrix with ``M``'s lower triangle."""
+    M = matmul(R, gR.mT) - matmul(gQ.mT, Q)
+    M = M.tril() + M.tril(-1).mT
+    return _mT_solve(R, gQ + matmul(Q, M), left=False)
+
+
+@derivative(linalg_qr, save=("A",))
+def _linalg_qr_backward(ctx, gQ, gR):
+    A, mode = ctx.A, ctx.mode
+    m, n = A.shape[-2:]
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when "
+                           "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going "
+                           "to differentiate through linalg.qr.")
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
+                           "nrows > ncols.")
+    Q, R = linalg_qr(A, mode)  # recomputed: LAPACK is deterministic (NOTE [Linalg derivatives])
+    if m >= n:
+        return _qr_tall_backward(Q, R, gQ, gR)
+    # A = [X | Y] with X = Q U square and Y = Q V: V's gradient flows into Q as Y gV^T.
+    gU, gV = gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
+    gX = _qr_tall_backward(Q, R.narrow(-1, 0, m), gQ + matmul(A.narrow(-1, m, n - m), gV.mT),
+                           gU)
+    return _lib().cat([gX, matmul(Q, gV)], -1)
+
+
 def _svd_checks(A: Tensor) -> None:
     _floating("linalg.svd", A, "linalg_svd_cpu")
     _matrix_dims("linalg.svd", A)
@@ -808,6 +1148,41 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
 linalg_svd.result_tuple = SVDResult
 
 
+def svd_backward(U: Tensor, S: Tensor, Vh: Tensor, gU, gS: Tensor, gVh) -> Tensor:
+    """Gradient of ``A = U diag(S) Vh`` (reduced: ``k = min(m, n)`` columns), real case.
+
+    ``gA = U [diag(gS) + (F o (J - J^T)) S + S (F o (K - K^T))] Vh`` with ``J = U^T gU``,
+    ``K = Vh gVh^T``, ``F_ij = 1 / (S_j^2 - S_i^2)``; plus ``(I - U U^T) gU S^{-1} Vh`` for
+    tall and ``U S^{-1} gVh (I - Vh^T Vh)`` for wide matrices. Repeated singular values make
+    the vectors' terms infinite, as in torch. ``gU``/``gVh`` None: only ``gS`` contributes.
+    """
+    if gU is None and gVh is None:
+        return matmul(U * gS.unsqueeze(-2), Vh)
+    m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
+    S2 = S * S
+    E = _unit_diag(S2.unsqueeze(-2) - S2.unsqueeze(-1))
+    J = matmul(U.mT, gU)
+    K = matmul(Vh, gVh.mT)
+    inner = (((J - J.mT) / E) * S.unsqueeze(-2) + S.unsqueeze(-1) * ((K - K.mT) / E)
+             + gS.diag_embed())
+    gA = matmul(matmul(U, inner), Vh)
+    if m > k:
+        gA = gA + matmul((gU - matmul(U, J)) / S.unsqueeze(-2), Vh)
+    if n > k:
+        gA = gA + matmul(U, (gVh - matmul(K.mT, Vh)) / S.unsqueeze(-1))
+    return gA
+
+
+@derivative(linalg_svd, save=("A",))
+def _linalg_svd_backward(ctx, gU, gS, gVh):
+    U, S, Vh = linalg_svd(ctx.A, ctx.full_matrices)  # recomputed (NOTE [Linalg derivatives])
+    if ctx.full_matrices:  # the extra singular vectors are arbitrary: only k of them count
+        k = S.shape[-1]
+        U, gU = U.narrow(-1, 0, k), gU.narrow(-1, 0, k)
+        Vh, gVh = Vh.narrow(-2, 0, k), gVh.narrow(-2, 0, k)
+    return svd_backward(U, S, Vh, gU, gS, gVh)
+
+
 @operator("linalg_svdvals(Tensor A, *, str? driver=None, Tensor(a!)? out=None) -> Tensor",
           method=False)
 def linalg_svdvals(A, *, driver=None, out=None):
@@ -817,6 +1192,12 @@ def linalg_svdvals(A, *, driver=None, out=None):
     """
     _svd_checks(A)
     return Spec(A._shape[:-2] + (min(A._shape[-2:]),), A._dtype)
+
+
+@derivative(linalg_svdvals, save=("A",))
+def _linalg_svdvals_backward(ctx, grad):
+    U, _, Vh = linalg_svd(ctx.A, full_matrices=False)
+    return matmul(U * grad.unsqueeze(-2), Vh)
 
 
 def _eigh_checks(A: Tensor, UPLO: str) -> None:
@@ -843,6 +1224,16 @@ def linalg_eigh(A, UPLO="L", *, out=None):
 linalg_eigh.result_tuple = EighResult
 
 
+@derivative(linalg_eigh, save=("A",))
+def _linalg_eigh_backward(ctx, gL, gV):
+    # gA = V (diag(gL) + F o skew(V^T gV)) V^T, F_ij = 1 / (L_j - L_i): symmetric, like torch's
+    # (the forward reads one triangle, the gradient is the symmetric one).
+    L, V = linalg_eigh(ctx.A, ctx.UPLO)  # recomputed (NOTE [Linalg derivatives])
+    K = matmul(V.mT, gV)
+    inner = 0.5 * (K - K.mT) / _unit_diag(L.unsqueeze(-2) - L.unsqueeze(-1)) + gL.diag_embed()
+    return matmul(matmul(V, inner), V.mT)
+
+
 @operator("linalg_eigvalsh(Tensor A, str UPLO='L', *, Tensor(a!)? out=None) -> Tensor",
           method=False)
 def linalg_eigvalsh(A, UPLO="L", *, out=None):
@@ -852,6 +1243,12 @@ def linalg_eigvalsh(A, UPLO="L", *, out=None):
     """
     _eigh_checks(A, UPLO)
     return Spec(A._shape[:-1], A._dtype)
+
+
+@derivative(linalg_eigvalsh, save=("A",))
+def _linalg_eigvalsh_backward(ctx, grad):
+    _, V = linalg_eigh(ctx.A, ctx.UPLO)
+    return matmul(V * grad.unsqueeze(-2), V.mT)
 
 
 def _tolerance_args(atol, rtol) -> None:
@@ -904,6 +1301,21 @@ def linalg_pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return Spec(A._shape[:-2] + (A._shape[-1], A._shape[-2]), A._dtype)
 
 
+@derivative(linalg_pinv, save=("A", "result"))
+def _linalg_pinv_backward(ctx, grad):
+    # For locally constant rank, X = A^+ has dX = -X dA X + X X^T dA^T (I - A X)
+    # + (I - X A) dA^T X^T X, so gA = -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A);
+    # the identities are distributed so no eye is built.
+    A, X = ctx.A, ctx.result
+    gT = grad.mT
+    XXt, XtX = matmul(X, X.mT), matmul(X.mT, X)
+    t2 = matmul(gT, XXt)
+    t2 = t2 - matmul(A, matmul(X, t2))
+    t3 = matmul(XtX, gT)
+    t3 = t3 - matmul(matmul(t3, X), A)
+    return t2 + t3 - matmul(X.mT, matmul(grad, X.mT))
+
+
 @operator("linalg_matrix_power(Tensor A, int n, *, Tensor(a!)? out=None) -> Tensor",
           method=False)
 def linalg_matrix_power(A, n, *, out=None):
@@ -918,6 +1330,32 @@ def linalg_matrix_power(A, n, *, out=None):
     elif n >= 2:
         _no_bool_gemm("addmm_impl_cpu_", A, A._shape, A._shape[-1])
     return Spec(A._shape, A._dtype)
+
+
+def _power_backward(B: Tensor, grad: Tensor, n: int) -> Tensor:
+    """Gradient of ``B^n`` (``n >= 1``): ``sum_k (B^T)^k g (B^T)^(n-1-k)``."""
+    Bt = B.mT
+    powers = [None, Bt]  # (B^T)^j for j >= 1; j = 0 is the identity
+    for _ in range(n - 2):
+        powers.append(matmul(powers[-1], Bt))
+    total = None
+    for k in range(n):
+        term = grad if k == 0 else matmul(powers[k], grad)
+        term = term if k == n - 1 else matmul(term, powers[n - 1 - k])
+        total = term if total is None else total + term
+    return total
+
+
+@derivative(linalg_matrix_power, save=("A",))
+def _linalg_matrix_power_backward(ctx, grad):
+    A, n = ctx.A, ctx.n
+    if n == 0:
+        return _lib().zeros_like(A)
+    if n > 0:
+        return _power_backward(A, grad, n)
+    B = linalg_inv(A)  # A^n = (A^-1)^|n|, and d(A^-1) = -A^-1 dA A^-1
+    gB = _power_backward(B, grad, -n)
+    return -matmul(B.mT, matmul(gB, B.mT))
 
 
 @composite("matrix_power(Tensor self, int n) -> Tensor")
