@@ -1,31 +1,30 @@
 """``make_tensor``: random test tensors of any ember dtype, like ``torch.testing.make_tensor``.
 
-Values come from a NumPy ``default_rng`` seeded once per process, so a test run is
-reproducible; ``seed`` restarts the stream. Bytes are allocated by ember (``ember.empty``), so
-the tensors are ordinary ember tensors in every respect.
+Values come from ember's own random ops driven by a private ``Generator`` seeded with 0, so a
+test run is reproducible and ``make_tensor`` never moves the global RNG; ``seed`` restarts the
+stream. Bytes are allocated by ember, so the tensors are ordinary ember tensors in every respect.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ember.core import dtype as dt
 from ember.core.device import as_device
 from ember.core.layout import normalize_shape
 from ember.ops.creation import empty
-from ember.tensor import numpy_view
+from ember.ops.random import randint
+from ember.tensor import Tensor, numpy_view
+from ember.tensor.random import Generator
 
 __all__ = ["make_tensor", "seed"]
 
-_rng = np.random.default_rng(0)
+_generator = Generator().manual_seed(0)
 
 
 def seed(value: int = 0) -> None:
     """Restart ``make_tensor``'s random stream at ``value``."""
-    global _rng
-    _rng = np.random.default_rng(value)
+    _generator.manual_seed(value)
 
 
 def make_tensor(*shape, dtype: dt.DType, device="cpu", low: float | None = None,
@@ -67,7 +66,11 @@ def make_tensor(*shape, dtype: dt.DType, device="cpu", low: float | None = None,
     if noncontiguous:
         out = out[..., 1::2]
     if as_device(device).type != "meta":
-        numpy_view(out)[...] = _values(shape, dtype, low, high, exclude_zero)
+        out.copy_(_values(shape, dtype, low, high))
+        out._ver.value = 0  # a fresh tensor, as torch's factories return
+        if exclude_zero:
+            values = numpy_view(out)
+            values[values == 0] = dt.finfo(dtype).tiny if dtype.is_floating_point else 1
     if requires_grad:
         out.requires_grad_(True)
     return out
@@ -98,16 +101,12 @@ def _bounds(dtype: dt.DType, low, high):
     return low, high
 
 
-def _values(shape: tuple, dtype: dt.DType, low, high, exclude_zero: bool) -> np.ndarray:
+def _values(shape: tuple, dtype: dt.DType, low, high) -> Tensor:
+    """A dense tensor of random values in ``[low, high)`` drawn from ``_generator``."""
     low, high = _bounds(dtype, low, high)
-    if dtype.is_floating_point:
-        if math.isinf(high - low):  # the span overflows: draw in halves, as torch does
-            values = _rng.uniform(low / 2, high / 2, shape) * 2
-        else:
-            values = _rng.uniform(low, high, shape)
-    else:
-        values = _rng.integers(low, high, shape, dtype=np.int64, endpoint=False)
-    values = np.asarray(values).astype(dtype.np)
-    if exclude_zero:
-        values[values == 0] = 1 if not dtype.is_floating_point else dt.finfo(dtype).tiny
-    return values
+    if not dtype.is_floating_point:
+        return randint(low, high, shape, generator=_generator, dtype=dt.int64).to(dtype)
+    values = empty(shape, dtype=dt.float64)
+    if math.isinf(high - low):  # the span overflows: draw in halves, as torch does
+        return values.uniform_(low / 2, high / 2, generator=_generator).mul_(2).to(dtype)
+    return values.uniform_(low, high, generator=_generator).to(dtype)

@@ -209,3 +209,12 @@ def test_make_tensor_requires_grad_meta_and_determinism():
     seed(5)
     assert make_tensor(10, dtype=ember.float64).tolist() == a
     assert make_tensor(10, dtype=ember.float64).tolist() != a
+
+
+def test_make_tensor_leaves_the_global_rng_alone():
+    ember.manual_seed(3)
+    want = ember.rand(4).tolist()
+    ember.manual_seed(3)
+    make_tensor(10, dtype=ember.float32)
+    assert ember.rand(4).tolist() == want
+    assert make_tensor(3, dtype=ember.float32)._version == 0
