@@ -15,7 +15,7 @@ from ember.errors import SchemaError
 
 __all__ = ["Argument", "Return", "OpSchema", "parse_schema"]
 
-_ARG = re.compile(r"^(?P<type>[A-Za-z_][\w]*(\([a-z]!?\))?(\[\d*\])?\??)\s+(?P<name>\w+)"
+_ARG = re.compile(r"^(?P<type>[A-Za-z_][\w]*(\([a-z]!?\))?\??(\[\d*\])?\??)\s+(?P<name>\w+)"
                   r"(\s*=\s*(?P<default>.+))?$")
 _ALIAS = re.compile(r"\((?P<set>[a-z])(?P<write>!?)\)")
 _KNOWN_TYPES = {"Tensor", "int", "float", "bool", "str", "Scalar", "ScalarType", "Device",
@@ -128,7 +128,7 @@ def _parse_argument(text: str, kwarg_only: bool, schema: str) -> Argument:
     if not m:
         raise SchemaError(f"parse_schema: cannot parse argument {text!r} in {schema!r}")
     type_text, alias_set, is_write = _alias(m.group("type"))
-    base = type_text.rstrip("?").split("[")[0]
+    base = type_text.split("[")[0].rstrip("?")
     if base not in _KNOWN_TYPES:
         raise SchemaError(f"parse_schema: unknown type {base!r} in {schema!r}")
     default_text = m.group("default")

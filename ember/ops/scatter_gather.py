@@ -17,10 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.autograd.grad_mode import is_grad_enabled
+from ember.autograd.graph import Node, gradient_edge
+from ember.autograd.kernel import mark_requires_grad
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, canonical_dim, numel
-from ember.ops._define import Spec, Tag, composite, operator, tensor_method
-from ember.ops.pointwise import _TN, check_writable
+from ember.ops._define import Spec, Tag, composite, derivative, operator, tensor_method
+from ember.ops.creation import ones, zeros
+from ember.ops.pointwise import _TN, check_writable, where
+from ember.ops.shape import cat
+from ember.ops.views import sum_to_shape
 from ember.tensor import Tensor
 
 __all__ = [
@@ -95,6 +101,45 @@ def _inplace_spec(self: Tensor) -> Spec:
     return Spec(self._shape, self._dtype)
 
 
+# -- derivative helpers ------------------------------------------------------------------------
+def _zeros_of(ctx, name: str, grad: Tensor) -> Tensor:
+    """Zeros shaped like tensor argument ``name``, in ``grad``'s dtype and device."""
+    return zeros(ctx.shape_of(name), dtype=grad.dtype, device=grad.device)
+
+
+def _is_input(ctx, name: str) -> bool:
+    """Whether argument ``name`` was a tensor (so the rule owes it a gradient slot)."""
+    try:
+        ctx.shape_of(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _needs(ctx, k: int) -> bool:
+    """Whether the ``k``-th tensor input (negative: from the end) needs a gradient."""
+    return ctx.needs_input_grad[k]
+
+
+def _list_input(ctx, n_plain: int) -> bool:
+    """Whether the ``Tensor?[]`` argument counted as tensor inputs (it does unless it holds
+    ``None`` entries), given ``n_plain`` plain tensor inputs besides it."""
+    return len(ctx.needs_input_grad) > n_plain
+
+
+def _pad_to(grad: Tensor, shape: tuple) -> Tensor:
+    """``grad`` written into the leading corner of zeros shaped ``shape`` (``src`` larger than
+    ``index`` along some dim: its other elements were never read)."""
+    if tuple(grad._shape) == tuple(shape):
+        return grad
+    out = zeros(shape, dtype=grad.dtype, device=grad.device)
+    region = out
+    for d, n in enumerate(grad._shape):
+        region = region.narrow(d, 0, n)
+    region.copy_(grad)
+    return out
+
+
 # -- gather / scatter --------------------------------------------------------------------------
 @operator("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, "
           "Tensor(a!)? out=None) -> Tensor")
@@ -130,6 +175,12 @@ def gather(self, dim, index, *, sparse_grad=False, out=None):
                                    f"{list(index._shape)} to be no larger than self "
                                    f"{list(self._shape)} apart from dimension {dim}")
     return Spec(index._shape, self._dtype)
+
+
+@derivative(gather, save=("index",))
+def _gather_backward(ctx, grad):
+    # duplicate indices read one element several times: their gradients add up
+    return _zeros_of(ctx, "self", grad).scatter_add(ctx.dim, ctx.index, grad), None
 
 
 def _scatter_rule(name: str, self, dim, index, src, reduce, legacy: bool) -> int:
@@ -172,12 +223,34 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None, out=None):
     return Spec(self._shape, self._dtype)
 
 
+def _scatter_backward(ctx, grad):
+    """self: ``grad`` with the overwritten positions zeroed; src: ``grad`` read back at index.
+
+    (A scalar ``value`` gets nothing; torch has no formula for ``reduce=``, nor have we.)
+    """
+    if ctx.reduce is not None:
+        raise RuntimeError("derivative for aten::scatter is not implemented")
+    grads = [grad.scatter(ctx.dim, ctx.index, 0) if _needs(ctx, 0) else None, None]
+    if _is_input(ctx, "src"):
+        grads.append(_pad_to(grad.gather(ctx.dim, ctx.index), ctx.shape_of("src"))
+                     if _needs(ctx, 2) else None)
+    if _is_input(ctx, "value"):
+        grads.append(None)
+    return tuple(grads)
+
+
+derivative(scatter, save=("index",))(_scatter_backward)
+
+
 @operator("scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src, *, "
           "Scalar? value=None, str? reduce=None) -> Tensor(a!)", _INPLACE)
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """In-place :func:`scatter`."""
     _scatter_rule("scatter", self, dim, index, scatter_source(src, value), reduce, True)
     return _inplace_spec(self)
+
+
+derivative(scatter_, save=("index",))(_scatter_backward)
 
 
 @operator("scatter_add(Tensor self, int dim, Tensor index, Tensor src, *, "
@@ -196,6 +269,13 @@ def scatter_add(self, dim, index, src, *, out=None):
     return Spec(self._shape, self._dtype)
 
 
+@derivative(scatter_add, save=("index",))
+def _scatter_add_backward(ctx, grad):
+    src = _pad_to(grad.gather(ctx.dim, ctx.index), ctx.shape_of("src")) \
+        if _needs(ctx, 2) else None
+    return grad, None, src
+
+
 @operator("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
           _INPLACE)
 def scatter_add_(self, dim, index, src):
@@ -203,6 +283,9 @@ def scatter_add_(self, dim, index, src):
     _check_tensor(src, "scatter_add_", "src")
     _scatter_rule("scatter_add", self, dim, index, src, None, True)
     return _inplace_spec(self)
+
+
+derivative(scatter_add_, save=("index",))(_scatter_add_backward)
 
 
 @operator("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
@@ -226,6 +309,81 @@ def scatter_reduce(self, dim, index, src, reduce, *, include_self=True, out=None
     return Spec(self._shape, self._dtype)
 
 
+_PROD_DOUBLE = ("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
+                "are scattered to the same position.")
+
+
+class _DoubleBackwardError(Node):
+    """History of a gradient that cannot be differentiated again (torch's ``Error`` node)."""
+
+    __slots__ = ()
+
+    def apply(self, grads):
+        raise RuntimeError(_PROD_DOUBLE)
+
+
+def _no_double_backward(g: Tensor) -> Tensor:
+    if not is_grad_enabled() or g.grad_fn is None:
+        return g
+    node = _DoubleBackwardError()
+    node.next_functions = (gradient_edge(g),)
+    node._in_meta = ((g._shape, g._dtype),)
+    out = g.detach()
+    mark_requires_grad(out, node, 0)
+    return out
+
+
+def _scatter_reduce_backward(ctx, grad):
+    """torch's formulas: ``sum`` passes ``grad`` through, ``mean`` divides by the count,
+    ``prod`` divides the product by each factor (zeros handled exactly), ``amax``/``amin``
+    share ``grad`` evenly among the elements equal to the result."""
+    dim, index, reduce = ctx.dim, ctx.index, ctx.reduce
+    if reduce == "sum":
+        g_self, g_src = grad, grad.gather(dim, index)
+    elif reduce == "mean":
+        n = (ones if ctx.include_self else zeros)(grad.shape, dtype=grad.dtype,
+                                                  device=grad.device)
+        n = n.scatter_add(dim, index, ones(ctx.shape_of("src"), dtype=grad.dtype,
+                                           device=grad.device))
+        n = n.masked_fill(n == 0, 1)
+        g_self, g_src = grad / n, grad.gather(dim, index) / n.gather(dim, index)
+    elif reduce == "prod":
+        g_self, g_src = _prod_backward(ctx, grad)
+    else:
+        self, src, result = ctx.self, ctx.src, ctx.result
+        value = result.gather(dim, index)
+        self_is = self == result
+        src_is = src == value
+        count = self_is.to(grad.dtype).scatter_add(dim, index, src_is.to(grad.dtype))
+        share = grad / count
+        g_self, g_src = self_is * share, src_is * share.gather(dim, index)
+    if not ctx.include_self:
+        g_self = g_self.scatter(dim, index, 0)
+    return g_self, None, _pad_to(g_src, ctx.shape_of("src"))
+
+
+def _prod_backward(ctx, grad):
+    dim, index, inc = ctx.dim, ctx.index, ctx.include_self
+    self, src, result = ctx.self, ctx.src, ctx.result
+    masked_self = self.masked_fill(self == 0, 1)
+    g_self = grad * masked_self.scatter_reduce(dim, index, src, "prod", include_self=inc) \
+        / masked_self
+    src_zero = src == 0
+    zeros_at = zeros(self.shape, dtype=grad.dtype, device=grad.device).scatter_add(
+        dim, index, src_zero.to(grad.dtype)).gather(dim, index)
+    single = src_zero & (zeros_at == 1)
+    masked_src_result = self.scatter_reduce(dim, index, src.masked_fill(single, 1), "prod",
+                                            include_self=inc)
+    g_src = where(single, (grad * masked_src_result).gather(dim, index),
+                  (grad * result).gather(dim, index) / src.masked_fill(src_zero, 1))
+    if bool((zeros_at > 1).any()):
+        g_src = _no_double_backward(g_src)
+    return g_self, g_src
+
+
+derivative(scatter_reduce, save=("self", "index", "src", "result"))(_scatter_reduce_backward)
+
+
 @operator("scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, "
           "*, bool include_self=True) -> Tensor(a!)", _INPLACE)
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
@@ -233,6 +391,9 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     _check_tensor(src, "scatter_reduce_", "src")
     _scatter_rule("scatter_reduce", self, dim, index, src, reduce, False)
     return _inplace_spec(self)
+
+
+derivative(scatter_reduce_, save=("self", "index", "src", "result"))(_scatter_reduce_backward)
 
 
 # -- index_* along one dim ---------------------------------------------------------------------
@@ -265,6 +426,11 @@ def index_select(self, dim, index, *, out=None):
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {n} "
                            "value(s)")
     return Spec(_dim_and_shape(self, dim, n)[1], self._dtype)
+
+
+@derivative(index_select, save=("index",))
+def _index_select_backward(ctx, grad):
+    return _zeros_of(ctx, "self", grad).index_add(ctx.dim, ctx.index, grad), None
 
 
 def _source_check(name: str, self: Tensor, dim: int, index: Tensor, source: Tensor) -> int:
@@ -320,12 +486,27 @@ def index_add(self, dim, index, source, *, alpha=1, out=None):
     return Spec(self._shape, self._dtype)
 
 
+def _index_add_backward(ctx, grad):
+    source = None
+    if _needs(ctx, 2):
+        source = grad.index_select(ctx.dim, ctx.index.reshape(-1))
+        if ctx.alpha != 1:
+            source = source * ctx.alpha
+    return grad, None, source
+
+
+derivative(index_add, save=("index",))(_index_add_backward)
+
+
 @operator("index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, "
           "Scalar alpha=1) -> Tensor(a!)", _INPLACE)
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place :func:`index_add`."""
     _index_add_rule(self, dim, index, source)
     return _inplace_spec(self)
+
+
+derivative(index_add_, save=("index",))(_index_add_backward)
 
 
 def _index_copy_rule(self, dim, index, source):
@@ -367,12 +548,24 @@ def index_copy(self, dim, index, source, *, out=None):
     return Spec(self._shape, self._dtype)
 
 
+def _index_copy_backward(ctx, grad):
+    g_self = grad.index_fill(ctx.dim, ctx.index, 0) if _needs(ctx, 0) else None
+    g_source = grad.index_select(ctx.dim, ctx.index.reshape(-1)) if _needs(ctx, 2) else None
+    return g_self, None, g_source
+
+
+derivative(index_copy, save=("index",))(_index_copy_backward)
+
+
 @operator("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)",
           _INPLACE)
 def index_copy_(self, dim, index, source):
     """In-place :func:`index_copy`."""
     _index_copy_rule(self, dim, index, source)
     return _inplace_spec(self)
+
+
+derivative(index_copy_, save=("index",))(_index_copy_backward)
 
 
 def _index_fill_rule(self, dim, index, value):
@@ -401,12 +594,28 @@ def index_fill(self, dim, index, value):
     return Spec(self._shape, self._dtype)
 
 
+def _index_fill_backward(ctx, grad):
+    """self: ``grad`` with the filled positions zeroed; a 0-d tensor ``value``: the sum of
+    ``grad`` over the filled positions, each counted once (duplicates and negative aliases
+    included, which torch's formula trips over)."""
+    g_self = grad.index_fill(ctx.dim, ctx.index, 0)
+    if not _is_input(ctx, "value"):
+        return g_self, None
+    return g_self, None, (grad - g_self).sum()
+
+
+derivative(index_fill, save=("index",))(_index_fill_backward)
+
+
 @operator("index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) "
           "-> Tensor(a!)", _INPLACE)
 def index_fill_(self, dim, index, value):
     """In-place :func:`index_fill`."""
     _index_fill_rule(self, dim, index, value)
     return _inplace_spec(self)
+
+
+derivative(index_fill_, save=("index",))(_index_fill_backward)
 
 
 # -- index / index_put (advanced indexing) -----------------------------------------------------
@@ -478,7 +687,7 @@ def _static_dims(entries) -> list[tuple[int, tuple]]:
     return [(d, t._shape) for d, t in entries]
 
 
-@operator("index.Tensor(Tensor self, Tensor[]? indices) -> Tensor", (_DD,), method=False)
+@operator("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", (_DD,), method=False)
 def index(self, indices):
     """Advanced indexing, the op behind ``self[tensor_index]``; always a copy.
 
@@ -504,6 +713,13 @@ def index(self, indices):
     _check_tensor(self, "index")
     entries = index_entries(self, indices)
     return Spec(advanced_shape(self._shape, _static_dims(entries)), self._dtype)
+
+
+@derivative(index, save=("indices",))
+def _index_backward(ctx, grad):
+    # duplicate indices read one element several times: accumulate
+    g = index_put(_zeros_of(ctx, "self", grad), ctx.indices, grad, True)
+    return (g, None) if _list_input(ctx, 1) else g
 
 
 def _index_put_rule(self, indices, values):
@@ -534,7 +750,7 @@ def strip_leading_ones(shape: tuple) -> tuple:
     return tuple(shape[k:])
 
 
-@operator("index_put(Tensor self, Tensor[]? indices, Tensor values, bool accumulate=False) "
+@operator("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) "
           "-> Tensor")
 def index_put(self, indices, values, accumulate=False):
     """A copy of ``self`` with ``values`` written (or added, ``accumulate=True``) at ``indices``.
@@ -553,12 +769,31 @@ def index_put(self, indices, values, accumulate=False):
     return Spec(self._shape, self._dtype)
 
 
-@operator("index_put_(Tensor(a!) self, Tensor[]? indices, Tensor values, "
+def _index_put_backward(ctx, grad):
+    """self: ``grad`` (accumulate) or ``grad`` with the written positions zeroed; values:
+    ``grad`` at the indexed positions, summed down to ``values``' shape."""
+    indices = ctx.indices
+    g_self = g_values = None
+    if _needs(ctx, 0):
+        g_self = grad if ctx.accumulate else index_put(
+            grad, indices, zeros((), dtype=grad.dtype, device=grad.device), False)
+    if _needs(ctx, -1):
+        g_values = sum_to_shape(index(grad, indices), ctx.shape_of("values"))
+    return (g_self, None, g_values) if _list_input(ctx, 2) else (g_self, g_values)
+
+
+derivative(index_put, save=("indices",))(_index_put_backward)
+
+
+@operator("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, "
           "bool accumulate=False) -> Tensor(a!)", _INPLACE)
 def index_put_(self, indices, values, accumulate=False):
     """In-place :func:`index_put` (what ``self[indices] = values`` runs)."""
     _index_put_rule(self, indices, values)
     return _inplace_spec(self)
+
+
+derivative(index_put_, save=("indices",))(_index_put_backward)
 
 
 # -- masked_* ----------------------------------------------------------------------------------
@@ -598,11 +833,24 @@ def masked_fill(self, mask, value):
     return Spec(_masked_fill_rule(self, mask, value), self._dtype)
 
 
+def _masked_fill_backward(ctx, grad):
+    g_self = grad.masked_fill(ctx.mask, 0) if _needs(ctx, 0) else None
+    if not _is_input(ctx, "value"):
+        return g_self, None
+    return g_self, None, masked_select(grad, ctx.mask).sum() if _needs(ctx, 2) else None
+
+
+derivative(masked_fill, save=("mask",))(_masked_fill_backward)
+
+
 @operator("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
           _INPLACE)
 def masked_fill_(self, mask, value):
     """In-place :func:`masked_fill`; ``mask`` must broadcast to ``self``'s shape."""
     return _inplace_broadcast(self, _masked_fill_rule(self, mask, value))
+
+
+derivative(masked_fill_, save=("mask",))(_masked_fill_backward)
 
 
 def _masked_scatter_rule(self, mask, source, inplace: bool) -> tuple:
@@ -634,11 +882,32 @@ def masked_scatter(self, mask, source):
     return Spec(_masked_scatter_rule(self, mask, source, False), self._dtype)
 
 
+def _masked_scatter_backward(ctx, grad):
+    """source: ``grad`` at the masked positions, in order, zero-padded to ``source``'s size."""
+    mask = ctx.mask
+    g_self = grad.masked_fill(mask, 0) if _needs(ctx, 0) else None
+    g_source = None
+    if _needs(ctx, 2):
+        shape = ctx.shape_of("source")
+        picked = masked_select(grad, mask)
+        rest = numel(shape) - picked.numel()
+        if rest > 0:
+            picked = cat([picked, zeros(rest, dtype=grad.dtype, device=grad.device)])
+        g_source = picked.reshape(shape)
+    return g_self, None, g_source
+
+
+derivative(masked_scatter, save=("mask",))(_masked_scatter_backward)
+
+
 @operator("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
           _INPLACE)
 def masked_scatter_(self, mask, source):
     """In-place :func:`masked_scatter`."""
     return _inplace_broadcast(self, _masked_scatter_rule(self, mask, source, True))
+
+
+derivative(masked_scatter_, save=("mask",))(_masked_scatter_backward)
 
 
 def _data_dependent(name: str):
@@ -667,6 +936,13 @@ def masked_select(self, mask, *, out=None):
     """
     masked_select_check(self, mask)
     _data_dependent("masked_select")
+
+
+@derivative(masked_select, save=("mask",))
+def _masked_select_backward(ctx, grad):
+    mask = ctx.mask
+    shape = broadcast_shapes(ctx.shape_of("self"), mask._shape)
+    return zeros(shape, dtype=grad.dtype, device=grad.device).masked_scatter(mask, grad), None
 
 
 # -- nonzero / argwhere / where(cond) ----------------------------------------------------------
@@ -736,6 +1012,11 @@ def take(self, index, *, out=None):
     return Spec(index._shape, self._dtype)
 
 
+@derivative(take, save=("index",))
+def _take_backward(ctx, grad):
+    return put(_zeros_of(ctx, "self", grad), ctx.index, grad, True), None
+
+
 def _put_rule(self, index, source):
     _check_tensor(self, "put_")
     if index._dtype is not dt.int64:
@@ -765,12 +1046,28 @@ def put(self, index, source, accumulate=False):
     return Spec(self._shape, self._dtype)
 
 
+def _put_backward(ctx, grad):
+    index = ctx.index
+    g_self = g_source = None
+    if _needs(ctx, 0):
+        g_self = grad if ctx.accumulate else put(grad, index, _zeros_of(ctx, "source", grad))
+    if _needs(ctx, 2):
+        g_source = grad.take(index).reshape(ctx.shape_of("source"))
+    return g_self, None, g_source
+
+
+derivative(put, save=("index",))(_put_backward)
+
+
 @operator("put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate=False) "
           "-> Tensor(a!)", _INPLACE)
 def put_(self, index, source, accumulate=False):
     """In-place :func:`put`."""
     _put_rule(self, index, source)
     return _inplace_spec(self)
+
+
+derivative(put_, save=("index",))(_put_backward)
 
 
 @composite("take_along_dim(Tensor self, Tensor indices, int? dim=None, *, "

@@ -518,3 +518,63 @@ OPS = [
            errors=_getitem_errors),
     OpInfo("setitem_errors", _setitem, lambda d: [], dtypes=(), errors=_setitem_errors),
 ]
+
+
+# -- gradient-only adjustments ----------------------------------------------------------------
+# The entries above hold float64, so tests/ops/test_ops_grad.py compares their gradients with
+# torch's. Below: entries whose torch backward raises get ``grad = False`` (plus a float64
+# copy torch can differentiate), and in-place ops, which the grad test would hand a leaf
+# requiring grad (refused by both libraries), get ``_grad`` copies that write into a clone.
+_BY_NAME = {info.name: info for info in OPS}
+
+
+def _grad_copy(info: OpInfo, keep=lambda s: True, fn=None, samples=None) -> OpInfo:
+    gen = samples or info.samples
+    return OpInfo(info.name + "_grad", fn or info.fn,
+                  lambda dtype: (s for s in gen(dtype) if keep(s)), dtypes=("float64",),
+                  meta=info.meta)
+
+
+def _on_clone(fn):
+    """``fn`` applied to a clone of the first argument (a non-leaf with history)."""
+    return lambda lib, x, *a, **k: fn(lib, x.clone(), *a, **k)
+
+
+def _nonnegative(sample) -> bool:
+    """No negative index: torch's index_fill value gradient runs index_select on them."""
+    idx = sample.args[2]
+    return not bool((idx < 0).any())
+
+
+# torch's scatter/scatter_add backward returns grad.gather(dim, index) for src, which its own
+# shape check rejects when src is larger than index ("returned an invalid gradient"); ember
+# pads with zeros (tests/ops/test_indexing_extra.py), so compare on same-shape src here.
+_BY_NAME["scatter_src"].grad = False
+# torch has no derivative for scatter(reduce='add'/'multiply') and neither has ember: the grad
+# test checks both refuse; there is no analytical gradient to gradcheck.
+_BY_NAME["scatter_reduce_add"].gradcheck = False
+_BY_NAME["scatter_value_multiply"].gradcheck = False
+# torch's index_fill gradient for a tensor value fails on negative indices ("index out of
+# range in self"); ember's does not (tests/ops/test_indexing_extra.py).
+_BY_NAME["index_fill"].grad = False
+
+
+def _dense_base(sample) -> bool:
+    """Not a permuted base: ember's CopySlices (ember/autograd/kernel.py) lays the view's
+    geometry onto a contiguous gradient, which is wrong for a permuted base, so setitem
+    through a view of one is left to a strict xfail in tests/ops/test_indexing_extra.py."""
+    return not sample.name.startswith("permuted")
+
+OPS += [
+    _grad_copy(_BY_NAME["scatter_src"],
+               samples=lambda dt: scatter_samples(dt, src_bigger=False)),
+    _grad_copy(_BY_NAME["index_fill"], _nonnegative),
+    _grad_copy(_BY_NAME["scatter_"], fn=_on_clone(_BY_NAME["scatter_"].fn),
+               samples=lambda dt: scatter_samples(dt, reduce="inplace", src_bigger=False)),
+    *(_grad_copy(_BY_NAME[n], fn=_on_clone(_BY_NAME[n].fn))
+      for n in ("scatter_add_", "scatter_reduce_", "index_add_", "index_copy_", "index_put_",
+                "index_put_mask", "masked_fill_", "masked_scatter_", "put_")),
+    _grad_copy(_BY_NAME["setitem_advanced"], _dense_base,
+               fn=_on_clone(_BY_NAME["setitem_advanced"].fn)),
+    _grad_copy(_BY_NAME["index_fill_"], _nonnegative, fn=_on_clone(_BY_NAME["index_fill_"].fn)),
+]
