@@ -20,15 +20,17 @@ import warnings
 from collections import namedtuple
 from functools import reduce
 
+from ember.autograd.graph import SavedTensor
+from ember.autograd.kernel import autograd_kernel
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes as _broadcast
 from ember.core.layout import canonical_dim, numel
-from ember.dispatch import DispatchKey, Tag, redispatch
-from ember.ops._define import Spec, composite, operator, tensor_method
+from ember.dispatch import AliasKey, DispatchKey, Tag, redispatch
+from ember.ops._define import Spec, composite, derivative, operator, tensor_method
 from ember.ops._promotion import result_type
-from ember.ops.creation import empty
+from ember.ops.creation import arange, empty, zeros
 from ember.ops.pointwise import check_writable
-from ember.ops.views import expand, flatten, reshape, transpose, unsqueeze, view
+from ember.ops.views import embed, expand, flatten, reshape, transpose, unsqueeze, view
 from ember.tensor import Size, Tensor
 
 __all__ = [
@@ -149,6 +151,29 @@ def cat(tensors, dim: int = 0, *, out=None):
 
 
 _guard_list(cat, lambda: _EmptyListError("torch.cat(): expected a non-empty list of Tensors"))
+
+
+def _list_shapes(ctx) -> list[tuple[int, ...]]:
+    """Shapes of the tensors of an op whose only tensor argument is a list.
+
+    ``ctx.shape_of`` knows single tensor arguments only; the node's input metadata holds the
+    shape of every list element in order.
+    """
+    return [shape for shape, _ in ctx._node._in_meta]
+
+
+@derivative(cat)
+def _cat_backward(ctx, grad):
+    # Each input gets its slice of grad; legacy (0,) inputs were skipped and get (0,) grads.
+    d = canonical_dim(ctx.dim, grad.dim())
+    grads, start = [], 0
+    for shape in _list_shapes(ctx):
+        if shape == (0,):
+            grads.append(zeros((0,), dtype=grad.dtype, device=grad.device))
+            continue
+        grads.append(grad.narrow(d, start, shape[d]))
+        start += shape[d]
+    return [grads]
 concat = cat
 
 
@@ -346,6 +371,11 @@ def flip(self: Tensor, *args, dims=None):
     return Spec(self._shape, self._dtype)
 
 
+@derivative(flip)
+def _flip_backward(ctx, grad):
+    return flip(grad, *ctx.args, dims=ctx.dims)
+
+
 @composite("fliplr(Tensor self) -> Tensor")
 def fliplr(self: Tensor) -> Tensor:
     """Flip dim 1 (left/right); needs at least 2 dims."""
@@ -388,6 +418,11 @@ def roll(self: Tensor, shifts, dims=None):
     """
     roll_args(self, shifts, dims)
     return Spec(self._shape, self._dtype)
+
+
+@derivative(roll)
+def _roll_backward(ctx, grad):
+    return roll(grad, tuple(-s for s in _int_list(ctx.shifts)), ctx.dims)
 
 
 @composite("rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor")
@@ -439,6 +474,19 @@ def repeat(self: Tensor, *repeats):
     Shape: ``(1,)*(len(repeats)-ndim) + shape`` times ``repeats`` elementwise.
     """
     return Spec(repeat_shape(self, _int_list(repeats)), self._dtype)
+
+
+@derivative(repeat)
+def _repeat_backward(ctx, grad):
+    # Sum the copies: (r0*s0, r1*s1, ...) -> (r0, s0, r1, s1, ...) -> sum over the r's.
+    repeats = _int_list(ctx.repeats)
+    shape = ctx.shape_of("self")
+    if not repeats:
+        return grad
+    padded = (1,) * (len(repeats) - len(shape)) + tuple(shape)
+    split = tuple(x for r, s in zip(repeats, padded) for x in (r, s))
+    summed = grad.reshape(split).sum(tuple(range(0, len(split), 2)))
+    return summed.reshape(shape)
 
 
 @composite("tile(Tensor self, SymInt[] dims) -> Tensor")
@@ -504,6 +552,22 @@ def repeat_interleave(self: Tensor, repeats=None, dim=None, *, output_size=None)
     return Spec(shape[:d] + (output_size,) + shape[d + 1:], self._dtype)
 
 
+@derivative(repeat_interleave, save=("repeats",))
+def _repeat_interleave_backward(ctx, grad):
+    # Each input slice receives the sum of its copies.
+    shape = ctx.shape_of("self")
+    dim = ctx.dim
+    flat = (numel(shape),) if dim is None else tuple(shape)
+    d = 0 if dim is None else canonical_dim(dim, len(shape))
+    reps = ctx.repeats
+    if isinstance(reps, Tensor):
+        source = repeat_interleave(arange(flat[d], device=grad.device), reps)
+        g = zeros(flat, dtype=grad.dtype, device=grad.device).index_add(d, source, grad)
+        return g.reshape(shape), None
+    split = flat[:d] + (flat[d], int(reps)) + flat[d + 1:]
+    return grad.reshape(split).sum(d + 1).reshape(shape)
+
+
 # -- triangles and diagonals -------------------------------------------------------------------
 def _tri_check(name: str, self: Tensor) -> None:
     if len(self._shape) < 2:
@@ -533,6 +597,17 @@ tril, tril_ = _declare_tri("tril", "Zero the elements above the ``diagonal``-th 
 triu, triu_ = _declare_tri("triu", "Zero the elements below the ``diagonal``-th diagonal.")
 
 
+def _tri_backward(tri):
+    """The rule of ``tril``/``triu`` and their in-place forms: keep the same triangle."""
+    def rule(ctx, grad):
+        return tri(grad, ctx.diagonal)
+    return rule
+
+
+for _op, _tri in ((tril, tril), (tril_, tril), (triu, triu), (triu_, triu)):
+    derivative(_op)(_tri_backward(_tri))
+
+
 def diag_embed_shape(self: Tensor, offset: int, dim1: int, dim2: int):
     """Output shape and canonical dims of ``diag_embed``."""
     nd = len(self._shape) + 1
@@ -553,6 +628,11 @@ def diag_embed(self: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1):
     Shape: ``(*, n)`` -> ``(*, n+|offset|, n+|offset|)`` with the new dims at ``dim1``/``dim2``.
     """
     return Spec(diag_embed_shape(self, offset, dim1, dim2)[0], self._dtype)
+
+
+@derivative(diag_embed)
+def _diag_embed_backward(ctx, grad):
+    return grad.diagonal(ctx.offset, ctx.dim1, ctx.dim2)
 
 
 def diag_shape(self: Tensor, diagonal: int) -> tuple[int, ...]:
@@ -581,6 +661,13 @@ def diag(self: Tensor, diagonal: int = 0, *, out=None):
     return Spec(diag_shape(self, diagonal), self._dtype)
 
 
+@derivative(diag)
+def _diag_backward(ctx, grad):
+    if len(ctx.shape_of("self")) == 1:  # vector -> matrix: read the diagonal back
+        return grad.diagonal(ctx.diagonal)
+    return embed(grad, ctx, lambda z: z.diagonal(ctx.diagonal))
+
+
 @composite("diagflat(Tensor self, int offset=0) -> Tensor")
 def diagflat(self: Tensor, offset: int = 0) -> Tensor:
     """A 2-d matrix with the flattened input on its ``offset`` diagonal."""
@@ -596,6 +683,11 @@ def trace(self: Tensor):
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
                            f"{len(self._shape)}")
     return Spec((), self._dtype if self._dtype.is_floating_point else dt.int64)
+
+
+@derivative(trace)
+def _trace_backward(ctx, grad):
+    return embed(grad, ctx, lambda z: z.diagonal())
 
 
 _cross_warned = [False]
@@ -636,9 +728,55 @@ def cross(self: Tensor, other: Tensor, dim=None, *, out=None):
     return Spec(cross_args(self, other, dim)[0], self._dtype)
 
 
+@derivative(cross, save=("self", "other"))
+def _cross_backward(ctx, grad):
+    # d(a x b) = da x b + a x db, and <g, da x b> = <b x g, da>.
+    a, b = ctx.self, ctx.other
+    dim = ctx.dim
+    if dim is None:  # the deprecated default: the first dim of size 3 of ``self``
+        dim = next(i for i, s in enumerate(a.shape) if s == 3)
+    need_a, need_b = ctx.needs_input_grad
+    ga = cross(b, grad, dim) if need_a else None
+    gb = cross(grad, a, dim) if need_b else None
+    return ga, gb
+
+
 # -- sorting and selection ---------------------------------------------------------------------
 def _sort_dim(self: Tensor, dim: int) -> int:
     return canonical_dim(dim, len(self._shape))
+
+
+def _keep_indices(op) -> None:
+    """Let ``op``'s derivative rule read its ``indices`` output as ``ctx.indices``.
+
+    NOTE [Saving the indices output]
+    The Autograd kernel saves inputs and the first output only. The gradient of sort, topk and
+    kthvalue flows back through the *indices* output, so this wrapper saves that output on the
+    node a call just recorded (version-checked and freed with the graph like any saved tensor)
+    instead of recomputing it from a saved input. A node made by an earlier call already holds
+    its indices, so an ``out=`` tensor that carries old history is left alone.
+    """
+    def kernel(op_, ks, *args, **kwargs):
+        out = autograd_kernel(op_, ks, *args, **kwargs)
+        node = out[0].grad_fn
+        if type(node) is op_.derivative and node._bound is not None \
+                and "indices" not in node._bound:
+            node._bound["indices"] = SavedTensor(out[1])
+        return out
+
+    op.register(AliasKey.Autograd, kernel, with_keyset=True)
+
+
+def _select_backward(ctx, grad: Tensor, dim: int, unsqueeze_dim: bool = False) -> Tensor:
+    """Zeros shaped like ``self`` with ``grad`` scattered back to the saved ``indices``."""
+    shape = ctx.shape_of("self")
+    if not shape:  # a 0-d input is its own (only) selected element
+        return grad
+    d = canonical_dim(dim, len(shape))
+    indices = ctx.indices
+    if unsqueeze_dim:
+        grad, indices = grad.unsqueeze(d), indices.unsqueeze(d)
+    return zeros(shape, dtype=grad.dtype, device=grad.device).scatter(d, indices, grad)
 
 
 @operator("sort.stable(Tensor self, *, bool? stable=False, int dim=-1, bool descending=False, "
@@ -661,6 +799,14 @@ def sort(self: Tensor, dim: int = -1, descending: bool = False, *, stable: bool 
 
 
 sort.result_tuple = SortResult
+
+
+@derivative(sort)
+def _sort_backward(ctx, grad_values, grad_indices):
+    return _select_backward(ctx, grad_values, ctx.dim)
+
+
+_keep_indices(sort)
 
 
 @composite("argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False, "
@@ -711,6 +857,14 @@ def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool
 topk.result_tuple = TopkResult
 
 
+@derivative(topk)
+def _topk_backward(ctx, grad_values, grad_indices):
+    return _select_backward(ctx, grad_values, ctx.dim)
+
+
+_keep_indices(topk)
+
+
 def kthvalue_dim(self: Tensor, k: int, dim: int) -> int:
     """Canonical ``dim`` of ``kthvalue`` after PyTorch's checks."""
     d = canonical_dim(dim, len(self._shape))
@@ -743,6 +897,14 @@ def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=
 
 
 kthvalue.result_tuple = KthvalueResult
+
+
+@derivative(kthvalue)
+def _kthvalue_backward(ctx, grad_values, grad_indices):
+    return _select_backward(ctx, grad_values, ctx.dim, unsqueeze_dim=not ctx.keepdim)
+
+
+_keep_indices(kthvalue)
 
 
 # -- uniqueness and counting (data-dependent output shapes) ------------------------------------
@@ -881,6 +1043,18 @@ def histc(self: Tensor, bins: int = 100, min=0, max=0, *, out=None):
     """
     histc_check(self, bins, min, max)
     return Spec((bins,), self._dtype)
+
+
+def _not_differentiable(op) -> None:
+    """Outputs of ``op`` never require grad, even for float outputs of inputs that do (torch's
+    ``output_differentiability: [False]``): its Autograd kernel records nothing."""
+    def kernel(op_, ks, *args, **kwargs):
+        return op_.lookup(ks)(*args, **kwargs)
+
+    op.register(AliasKey.Autograd, kernel, with_keyset=True)
+
+
+_not_differentiable(histc)
 
 
 def searchsorted_check(seq: Tensor, values, out_int32: bool, right: bool, side, sorter, out):
