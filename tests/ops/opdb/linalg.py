@@ -81,11 +81,10 @@ def spd(shape) -> np.ndarray:
 
 
 def singular(shape, repeats: int = 1) -> np.ndarray:
-    """Exactly singular matrices: the last ``repeats`` rows copy the first ones (LU then finds
-    an exactly zero pivot, so ``det == 0``); rank ``n - repeats``."""
+    """Exactly singular matrices: the last ``repeats`` rows are zero (LU then finds an exactly
+    zero pivot, so ``det == 0``); rank ``n - repeats``."""
     a = _RNG.uniform(-2, 2, shape)
-    for i in range(1, min(repeats, shape[-1]) + 1):
-        a[..., -i, :] = a[..., i - 1, :] if shape[-1] > 1 else 0.0
+    a[..., shape[-2] - repeats:, :] = 0.0
     return a
 
 
