@@ -630,7 +630,7 @@ def tensordot(a, b, dims=2, out=None):
     return Spec(shape, a._dtype)
 
 
-@derivative(tensordot, save=("a", "b"))
+@derivative(tensordot, save=("a", "b", "dims"))  # dims may be a (non-differentiable) tensor
 def _tensordot_backward(ctx, grad):
     # As einsum: contracted pairs share a label, the free labels of a then b form the result.
     a, b = ctx.a, ctx.b
@@ -644,8 +644,9 @@ def _tensordot_backward(ctx, grad):
     tb = [c or next(letters) for c in tb]
     out = "".join(c for i, c in enumerate(ta) if i not in ca) + \
         "".join(c for i, c in enumerate(tb) if i not in cb)
-    return tuple(einsum_grads(f"{''.join(ta)},{''.join(tb)}->{out}", grad, [a, b],
-                              ctx.needs_input_grad))
+    grads = einsum_grads(f"{''.join(ta)},{''.join(tb)}->{out}", grad, [a, b],
+                         ctx.needs_input_grad)
+    return (*grads, None) if isinstance(ctx.dims, Tensor) else tuple(grads)
 
 
 # -- einsum ------------------------------------------------------------------------------------
