@@ -14,12 +14,23 @@ keep each one to a row.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, has_internal_overlap
-from ember.ops._define import TENSOR_METHODS, Spec, Tag, composite, operator, tensor_method
+from ember.ops._define import (
+    TENSOR_METHODS,
+    Spec,
+    Tag,
+    composite,
+    derivative,
+    operator,
+    tensor_method,
+)
 from ember.ops._promotion import Promotion, promoted_dtype
+from ember.ops.creation import zeros_like
 from ember.tensor import Tensor, numpy_view
 
 __all__: list[str] = []  # filled as ops are declared
@@ -66,6 +77,16 @@ class Binary(NamedTuple):
     doc: str
     alpha: bool = False
 
+
+class Grad(NamedTuple):
+    """A table row's derivative rule: ``rule(ctx, grad)`` and the tensors it reads."""
+
+    save: tuple
+    rule: Callable
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_TWO_OVER_SQRTPI, _SQRTPI_OVER_TWO = 2.0 / math.sqrt(math.pi), math.sqrt(math.pi) / 2.0
 
 U = Unary
 UNARY = {
@@ -116,6 +137,52 @@ UNARY = {
     "isneginf": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is -inf."),
 }
 
+# Derivative rules of the unary rows, keyed like UNARY (NOTE [Recording an op]): each returns
+# the gradient of ``self``; formulas follow torch's so that 0, inf and NaN inputs give torch's
+# values. Rules that only need the output save "result" instead of ``self``.
+_ZERO = Grad((), lambda c, g: zeros_like(g))  # piecewise constant: torch returns zeros
+_SELF, _RESULT = ("self",), ("result",)
+UNARY_GRADS = {
+    "neg": Grad((), lambda c, g: -g),
+    "abs": Grad(_SELF, lambda c, g: g * c.self.sign()),
+    "sign": _ZERO,
+    "exp": Grad(_RESULT, lambda c, g: g * c.result),
+    "exp2": Grad(_RESULT, lambda c, g: g * c.result * _LN2),
+    "expm1": Grad(_RESULT, lambda c, g: g * (c.result + 1)),
+    "log": Grad(_SELF, lambda c, g: g / c.self),
+    "log2": Grad(_SELF, lambda c, g: g / (c.self * _LN2)),
+    "log10": Grad(_SELF, lambda c, g: g / (c.self * _LN10)),
+    "log1p": Grad(_SELF, lambda c, g: g / (c.self + 1)),
+    "sqrt": Grad(_RESULT, lambda c, g: g / (c.result * 2)),
+    "rsqrt": Grad(_RESULT, lambda c, g: g * c.result.pow(3) * -0.5),
+    "square": Grad(_SELF, lambda c, g: g * (c.self * 2)),
+    "reciprocal": Grad(_RESULT, lambda c, g: -g * (c.result * c.result)),
+    "sin": Grad(_SELF, lambda c, g: g * c.self.cos()),
+    "cos": Grad(_SELF, lambda c, g: g * -c.self.sin()),
+    "tan": Grad(_RESULT, lambda c, g: g * (c.result * c.result + 1)),
+    "asin": Grad(_SELF, lambda c, g: g * (1 - c.self * c.self).rsqrt()),
+    "acos": Grad(_SELF, lambda c, g: -g * (1 - c.self * c.self).rsqrt()),
+    "atan": Grad(_SELF, lambda c, g: g / (c.self * c.self + 1)),
+    "sinh": Grad(_SELF, lambda c, g: g * c.self.cosh()),
+    "cosh": Grad(_SELF, lambda c, g: g * c.self.sinh()),
+    "tanh": Grad(_RESULT, lambda c, g: g * (1 - c.result * c.result)),
+    "asinh": Grad(_SELF, lambda c, g: g * (c.self * c.self + 1).rsqrt()),
+    "acosh": Grad(_SELF, lambda c, g: g * (c.self * c.self - 1).rsqrt()),
+    "atanh": Grad(_SELF, lambda c, g: g / (1 - c.self * c.self)),
+    "sigmoid": Grad(_RESULT, lambda c, g: g * (1 - c.result) * c.result),
+    "erf": Grad(_SELF, lambda c, g: g * (-(c.self * c.self)).exp() * _TWO_OVER_SQRTPI),
+    "erfc": Grad(_SELF, lambda c, g: g * (-(c.self * c.self)).exp() * -_TWO_OVER_SQRTPI),
+    "erfinv": Grad(_RESULT, lambda c, g: g * (c.result * c.result).exp() * _SQRTPI_OVER_TWO),
+    "lgamma": Grad(_SELF, lambda c, g: g * c.self.digamma()),
+    "digamma": Grad(_SELF, lambda c, g: g * _trigamma(c.self)),
+    "floor": _ZERO,
+    "ceil": _ZERO,
+    "trunc": _ZERO,
+    "frac": Grad((), lambda c, g: g),
+    "relu": Grad(_RESULT, lambda c, g: where(c.result <= 0, 0.0, g)),
+    "logical_not_": _ZERO,  # in-place twin only: writes 0/1 floats into a float ``self``
+}  # bitwise_not, logical_not and the is* tests have integer/bool results: no rule
+
 Bn = Binary
 BINARY = {
     "add": Bn(P.DEFAULT, ANY, True, True, True,
@@ -157,6 +224,37 @@ BINARY = {
     "bitwise_right_shift": Bn(P.DEFAULT, INT, True, True, True,
                               "Arithmetic ``input >> other``."),
 }
+
+# Derivative rules of the binary rows, keyed like BINARY. Either operand may be a Python
+# scalar (no gradient); ``_grads`` returns one gradient per tensor operand and evaluates only
+# those that are needed. In-place twins bind their arguments by the functional signature, so
+# ``ctx.input`` is ``self`` there too.
+_IO = ("input", "other")
+BINARY_GRADS = {
+    "add": Grad((), lambda c, g: _grads(c, lambda: g, lambda: _scale(g, c.alpha))),
+    "sub": Grad((), lambda c, g: _grads(c, lambda: g, lambda: _scale(-g, c.alpha))),
+    "mul": Grad(_IO, lambda c, g: _grads(c, lambda: g * c.other, lambda: g * c.input)),
+    # floor_divide has no rule: torch has no formula for it and its backward refuses.
+    "remainder": Grad(_IO, lambda c, g: _remainder_grad(c, g)),
+    "fmod": Grad(_IO, lambda c, g: _grads(c, lambda: g, lambda: -g * div(
+        c.input, c.other, rounding_mode="trunc"))),
+    "pow": Grad(_IO, lambda c, g: _grads(c, lambda: _pow_base_grad(g, c.input, c.other),
+                                         lambda: _pow_exponent_grad(g, c.input, c.other))),
+    "atan2": Grad(_IO, lambda c, g: _atan2_grad(c, g)),
+    "maximum": Grad(_IO, lambda c, g: _extremum_grad(c, g, True)),
+    "minimum": Grad(_IO, lambda c, g: _extremum_grad(c, g, False)),
+    "fmax": Grad(_IO, lambda c, g: _fextremum_grad(c, g, c.input >= c.other)),
+    "fmin": Grad(_IO, lambda c, g: _fextremum_grad(c, g, c.input <= c.other)),
+    "hypot": Grad(_IO, lambda c, g: _hypot_grad(c, g)),
+    "copysign": Grad(("input", "result"), lambda c, g: _grads(
+        c, lambda: g * where(c.input == 0, 0.0, c.result / c.input),
+        lambda: zeros_like(g))),
+}  # comparisons, logical_* and bitwise_* have integer/bool results: no rule
+# ... but their in-place twins on a float tensor write 0/1 floats, with zero gradients (torch
+# records EqBackward1 etc. for eq_..ge_). A key ending in "_" applies to the in-place twin only.
+_ZERO2 = Grad((), lambda c, g: _grads(c, lambda: zeros_like(g), lambda: zeros_like(g)))
+BINARY_GRADS.update({f"{n}_": _ZERO2 for n in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+                                                "logical_or", "logical_xor")})
 
 # functional op name -> its in-place twin (filled as the tables are declared)
 INPLACE: dict[str, object] = {}
@@ -324,6 +422,110 @@ def check_alpha(alpha, result: dt.DType) -> None:
         raise TypeError(f"alpha must be a Number, not {type(alpha).__name__}")
 
 
+# -- derivative helpers -----------------------------------------------------------------------
+def _is_tensor_arg(ctx, name: str) -> bool:
+    try:
+        ctx.shape_of(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _grads(ctx, *thunks, names=_IO) -> tuple:
+    """One gradient per tensor argument among ``names`` (Python scalars get none).
+
+    ``thunks[i]()`` computes the gradient of ``names[i]``; it runs only when that input
+    needs a gradient (None otherwise), so e.g. ``log`` of a base is never taken needlessly.
+    """
+    needs = ctx.needs_input_grad
+    out = []
+    for name, thunk in zip(names, thunks):
+        if _is_tensor_arg(ctx, name):
+            out.append(thunk() if needs[len(out)] else None)
+    return tuple(out)
+
+
+def _scale(g: Tensor, factor) -> Tensor:
+    return g if factor == 1 else g * factor
+
+
+def _derive(op, op_=None, *, save=()):
+    """Register the decorated rule for ``op`` and for its in-place twin ``op_``.
+
+    The twin binds its arguments by ``op``'s signature, so one rule reads ``ctx.input`` for
+    both (the in-place ``self`` is cloned before the op when saved).
+    """
+
+    def deco(rule: Callable) -> Callable:
+        derivative(op, save=save)(rule)
+        if op_ is not None:
+            derivative(op_, save=save, signature=op.meta_rule)(rule)
+        return rule
+
+    return deco
+
+
+def _pow_base_grad(g: Tensor, base: Tensor, exponent) -> Tensor:
+    """d/dbase of ``base ** exponent``: ``exponent * base ** (exponent - 1)``, 0 where the
+    exponent is 0 (so ``d/dx x**0 = 0`` even at ``x = 0``, as torch)."""
+    if not isinstance(exponent, Tensor):
+        if exponent == 0:
+            return zeros_like(g)
+        return g * (exponent * base.pow(exponent - 1))
+    # a bool exponent tensor makes ``exponent - 1`` raise, as in torch's backward
+    return where(exponent == 0, 0.0, g * (exponent * base.pow(exponent - 1)))
+
+
+def _remainder_grad(ctx, g: Tensor) -> tuple:
+    a = ctx.input
+    if not isinstance(a, Tensor):  # torch's remainder(Scalar, Tensor) has no formula
+        raise RuntimeError("derivative for aten::remainder is not implemented")
+    return _grads(ctx, lambda: g, lambda: -g * a.div(ctx.other, rounding_mode="floor"))
+
+
+def _scalar_log(x) -> float:
+    return math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+
+
+def _pow_exponent_grad(g: Tensor, base, exponent: Tensor) -> Tensor:
+    """d/dexponent of ``base ** exponent``: ``result * log(base)``, 0 where ``base == 0`` and
+    ``exponent >= 0`` (torch's masking; negative bases give NaN)."""
+    result = base ** exponent
+    if isinstance(base, Tensor):
+        return g * where((base == 0) & (exponent >= 0), 0.0, result * base.log())
+    if base == 0:
+        return g * where(exponent >= 0, 0.0, result * -math.inf)
+    return g * (result * _scalar_log(base))
+
+
+def _atan2_grad(ctx, g: Tensor) -> tuple:
+    a, b = ctx.input, ctx.other
+    denom = a * a + b * b
+    recip = where(denom == 0, 0.0, denom.reciprocal())  # torch: 0 at (0, 0), not NaN
+    return _grads(ctx, lambda: g * b * recip, lambda: g * -a * recip)
+
+
+def _extremum_grad(ctx, g: Tensor, maximum: bool) -> tuple:
+    """maximum/minimum: the winner gets ``g``, ties split it half/half (NaN: both get it)."""
+    a, b = ctx.input, ctx.other
+    shared = where(a == b, g / 2, g)
+    input_loses, other_loses = (a < b, a > b) if maximum else (a > b, a < b)
+    return _grads(ctx, lambda: where(input_loses, 0.0, shared),
+                  lambda: where(other_loses, 0.0, shared))
+
+
+def _fextremum_grad(ctx, g: Tensor, input_wins: Tensor) -> tuple:
+    """fmax/fmin: ``input`` gets ``g`` where it wins or ``other`` is NaN, ``other`` elsewhere."""
+    to_input = input_wins | ctx.other.isnan()
+    return _grads(ctx, lambda: where(to_input, g, 0.0), lambda: where(to_input, 0.0, g))
+
+
+def _hypot_grad(ctx, g: Tensor) -> tuple:
+    a, b = ctx.input, ctx.other
+    result = a.hypot(b)
+    return _grads(ctx, lambda: g * a / result, lambda: g * b / result)
+
+
 # -- declaring the tables ---------------------------------------------------------------------
 def _export(name: str, fn) -> None:
     globals()[name] = fn
@@ -359,6 +561,7 @@ def _declare_unary(name: str, row: Unary):
                        (Tag.pointwise, Tag.inplace))(rule_)
         INPLACE[name] = op_
         _export(name + "_", op_)
+    _register_grads(UNARY_GRADS, name, op, row.inplace)
 
 
 def _declare_binary(name: str, row: Binary):
@@ -400,6 +603,17 @@ def _declare_binary(name: str, row: Binary):
                        (Tag.pointwise, Tag.inplace))(rule_)
         INPLACE[name] = op_
         _export(name + "_", op_)
+    _register_grads(BINARY_GRADS, name, op, row.inplace)
+
+
+def _register_grads(table: dict, name: str, op, inplace: bool) -> None:
+    """Register a table row's derivative rule for the op and its in-place twin."""
+    grad = table.get(name)
+    if grad is not None:
+        _derive(op, INPLACE[name] if inplace else None, save=grad.save)(grad.rule)
+    grad_ = table.get(name + "_")
+    if grad_ is not None:
+        derivative(INPLACE[name], save=grad_.save, signature=op.meta_rule)(grad_.rule)
 
 
 for _name, _row in UNARY.items():
@@ -455,6 +669,15 @@ def div_(self, other, *, rounding_mode=None):
 
 
 INPLACE["div"] = div_
+
+
+@_derive(div, div_, save=("input", "other"))
+def _div_backward(ctx, grad):
+    if ctx.rounding_mode is not None:  # piecewise constant: zeros, as torch
+        return _grads(ctx, lambda: zeros_like(grad), lambda: zeros_like(grad))
+    a, b = ctx.input, ctx.other
+    return _grads(ctx, lambda: grad / b, lambda: -grad * ((a / b) / b))
+
 __all__ += ["div", "div_"]
 
 
@@ -498,6 +721,11 @@ def round_(self, *, decimals=0):
     return Spec(self._shape, self._dtype)
 
 
+@_derive(round, round_)
+def _round_backward(ctx, grad):
+    return zeros_like(grad)  # piecewise constant: zeros, as torch
+
+
 _LOGIT_ROW = U(P.INT_TO_FLOAT, ANY, True, "")
 
 
@@ -522,6 +750,17 @@ def logit_(self, eps=None):
     shape, _, res = unary_plan("logit", _LOGIT_ROW, self)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)
+
+
+@_derive(logit, logit_, save=("input",))
+def _logit_backward(ctx, grad):
+    """``grad / (x (1 - x))``; outside ``[eps, 1 - eps]`` 0 (with eps >= 0), else NaN
+    outside ``[0, 1]`` (torch treats a negative eps as no eps)."""
+    x, eps = ctx.input, ctx.eps
+    g = grad / (x * (1 - x))
+    if eps is None or eps < 0:
+        return where((x < 0) | (x > 1), math.nan, g)
+    return where((x < eps) | (x > 1 - eps), 0.0, g)
 
 
 _ANY_ROW = U(P.DEFAULT, ANY, True, "")
@@ -555,6 +794,11 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     if self._dtype.is_floating_point:
         check_inplace(self, self._shape, self._dtype)
     return Spec(self._shape, self._dtype)
+
+
+@_derive(nan_to_num, nan_to_num_, save=("input",))
+def _nan_to_num_backward(ctx, grad):
+    return grad * ctx.input.isfinite()  # replaced elements are constants
 
 
 __all__ += ["round", "round_", "logit", "logit_", "nan_to_num", "nan_to_num_"]
@@ -606,6 +850,13 @@ def where(condition, input=None, other=None, *, out=None):
 def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:
     """``Tensor.where(condition, other)`` = ``where(condition, self, other)``."""
     return where(condition, self, other)
+
+
+@derivative(where, save=("condition",))
+def _where_backward(ctx, grad):
+    cond = ctx.condition
+    return _grads(ctx, lambda: None, lambda: where(cond, grad, 0.0),
+                  lambda: where(cond, 0.0, grad), names=("condition", "input", "other"))
 
 
 def _clamp_bound(x):
@@ -682,6 +933,29 @@ def clamp_(self, min=None, max=None):  # noqa: A002
     return Spec(self._shape, self._dtype)
 
 
+def _clamp_grads(ctx, grad, lo, hi, names) -> tuple:
+    """torch's clamp gradients: ``input`` gets ``grad`` where ``lo <= x <= hi`` (boundaries
+    included); a tensor bound gets it where it is the result (``min`` only when
+    ``min < max``, ``max`` also wherever ``max < min``); NaN anywhere gives 0 to all."""
+    x = ctx.input
+    if lo is not None and hi is not None:
+        keep = (x >= lo) & (x <= hi)
+        to_lo = lambda: where((x < lo) & (lo < hi), grad, 0.0)  # noqa: E731
+        to_hi = lambda: where((x > hi) | (hi < lo), grad, 0.0)  # noqa: E731
+    elif lo is not None:
+        keep, to_lo, to_hi = x >= lo, lambda: where(x < lo, grad, 0.0), None
+    else:
+        keep, to_lo, to_hi = x <= hi, None, lambda: where(x > hi, grad, 0.0)
+    thunks = {"min": to_lo, "max": to_hi}
+    return _grads(ctx, lambda: where(keep, grad, 0.0), *(thunks[n] for n in names[1:]),
+                  names=names)
+
+
+@_derive(clamp, clamp_, save=("input", "min", "max"))
+def _clamp_backward(ctx, grad):
+    return _clamp_grads(ctx, grad, ctx.min, ctx.max, ("input", "min", "max"))
+
+
 @operator("clamp_min.Tensor(Tensor self, Tensor min, *, Tensor(a!)? out=None) -> Tensor",
           (Tag.pointwise,))
 def clamp_min(input, min, *, out=None):  # noqa: A002
@@ -698,6 +972,11 @@ def clamp_min_(self, min):  # noqa: A002
     return Spec(self._shape, self._dtype)
 
 
+@_derive(clamp_min, clamp_min_, save=("input", "min"))
+def _clamp_min_backward(ctx, grad):
+    return _clamp_grads(ctx, grad, ctx.min, None, ("input", "min"))
+
+
 @operator("clamp_max.Tensor(Tensor self, Tensor max, *, Tensor(a!)? out=None) -> Tensor",
           (Tag.pointwise,))
 def clamp_max(input, max, *, out=None):  # noqa: A002
@@ -712,6 +991,11 @@ def clamp_max_(self, max):  # noqa: A002
     shape, _, res = clamp_plan("clamp_max", self, None, max)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)
+
+
+@_derive(clamp_max, clamp_max_, save=("input", "max"))
+def _clamp_max_backward(ctx, grad):
+    return _clamp_grads(ctx, grad, None, ctx.max, ("input", "max"))
 
 
 def lerp_plan(input, end, weight) -> tuple:
@@ -758,6 +1042,13 @@ def lerp_(self, end, weight):
     return Spec(self._shape, self._dtype)
 
 
+@_derive(lerp, lerp_, save=("input", "end", "weight"))
+def _lerp_backward(ctx, grad):
+    w = ctx.weight
+    return _grads(ctx, lambda: grad * (1 - w), lambda: grad * w,
+                  lambda: grad * (ctx.end - ctx.input), names=("input", "end", "weight"))
+
+
 def addc_plan(name: str, input, tensor1, tensor2, value) -> tuple:
     """Plan of :func:`addcmul` / :func:`addcdiv`: result_type of the three tensors."""
     for pos, (arg, x) in enumerate((("input", input), ("tensor1", tensor1),
@@ -798,6 +1089,23 @@ def _declare_addc(name: str, doc: str):
     INPLACE[name] = op_
     _export(name, op)
     _export(name + "_", op_)
+    _derive(op, op_, save=("tensor1", "tensor2"))(_ADDC_GRADS[name])
+
+
+def _addcmul_backward(ctx, grad):
+    t1, t2, value = ctx.tensor1, ctx.tensor2, ctx.value
+    return _grads(ctx, lambda: grad, lambda: _scale(grad * t2, value),
+                  lambda: _scale(grad * t1, value), names=_ADDC_ARGS)
+
+
+def _addcdiv_backward(ctx, grad):
+    t1, t2, value = ctx.tensor1, ctx.tensor2, ctx.value
+    return _grads(ctx, lambda: grad, lambda: grad * (value / t2),
+                  lambda: -grad * (value * t1 / (t2 * t2)), names=_ADDC_ARGS)
+
+
+_ADDC_ARGS = ("input", "tensor1", "tensor2")
+_ADDC_GRADS = {"addcmul": _addcmul_backward, "addcdiv": _addcdiv_backward}
 
 
 _declare_addc("addcmul", """``input + value * tensor1 * tensor2``.
@@ -917,6 +1225,29 @@ def rsub(input, other, *, alpha=1):
 
 
 __all__ += ["positive", "rsub"]
+
+
+@composite("_trigamma(Tensor self) -> Tensor", method=False)
+def _trigamma(input):
+    """Trigamma ``polygamma(1, input)``, the derivative of :func:`digamma` (internal).
+
+    Written with ember ops, so it runs on every backend and is itself differentiable (double
+    backward of digamma). Below 0.5 the reflection ``pi**2 / sin(pi x)**2 - trigamma(1 - x)``
+    is used (torch's values at the poles: huge or inf); above, six steps of the recurrence
+    ``trigamma(y) = 1 / y**2 + trigamma(y + 1)`` and the asymptotic series
+    ``1/z + 1/(2 z**2) + sum B_2k / z**(2k+1)``.
+    """
+    reflect = input < 0.5
+    y = where(reflect, 1 - input, input)
+    acc = (y * y).reciprocal()
+    for k in range(1, 6):
+        acc = acc + ((y + k) * (y + k)).reciprocal()
+    z = y + 6
+    iz2 = (z * z).reciprocal()
+    series = iz2 * (1 / 6 - iz2 * (1 / 30 - iz2 * (1 / 42 - iz2 * (1 / 30 - iz2 * 5 / 66))))
+    psi = acc + (1 + (0.5 / z) + series) / z
+    s = (where(reflect, input, 0.5) * math.pi).sin()  # 0.5: no poles in the unused branch
+    return where(reflect, math.pi ** 2 / (s * s) - psi, psi)
 
 
 def _reflect(op_name: str):
