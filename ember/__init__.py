@@ -52,6 +52,7 @@ from ember.ops.shape import *  # noqa: F403
 from ember.ops.views import *  # noqa: F403
 from ember.tensor import Size, Tensor, from_numpy
 from ember.tensor.interop import from_dlpack
+from ember.tensor.printing import get_printoptions, set_printoptions
 
 _register_meta_kernels()
 _install_autograd_fallback()

@@ -194,7 +194,7 @@ class finfo:
         self.min = float(info.min)
         self.tiny = float(info.tiny)
         self.smallest_normal = self.tiny
-        self.resolution = float(info.resolution)
+        self.resolution = 10.0 ** -int(info.precision)
 
     def __repr__(self) -> str:
         return (f"finfo(resolution={self.resolution}, min={self.min:e}, max={self.max:e}, "

@@ -8,6 +8,7 @@ Errors raised here carry PyTorch's messages, because view ops surface them uncha
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 __all__ = [
@@ -48,6 +49,8 @@ def _compute_contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 
 def is_contiguous(shape: Sequence[int], stride: Sequence[int]) -> bool:
     """PyTorch's rule: empty tensors are contiguous and size-1 dims may have any stride."""
+    if 0 in shape:
+        return True
     expected = 1
     for size, st in zip(reversed(shape), reversed(stride)):
         if size == 0:
@@ -89,10 +92,9 @@ def normalize_shape(shape) -> tuple[int, ...]:
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = shape[0]
     try:
-        out = tuple(int(s) if not isinstance(s, int) else s for s in shape)
+        return tuple(s if s.__class__ is int else operator.index(s) for s in shape)
     except TypeError:
         raise TypeError(f"expected a sequence of integers for a shape; got {shape!r}") from None
-    return out
 
 
 def infer_size(shape: Sequence[int], count: int) -> tuple[int, ...]:
@@ -195,33 +197,31 @@ def expand_geometry(
             f"expand: the number of sizes provided ({len(target)}) must be greater or equal to "
             f"the number of dimensions in the tensor ({len(shape)})"
         )
-    offset = len(target) - len(shape)
-    new_shape, new_stride = [], []
-    for i, want in enumerate(target):
+    ndim, offset = len(target), len(target) - len(shape)
+    new_shape, new_stride = [0] * ndim, [0] * ndim
+    for i in range(ndim - 1, -1, -1):
         j = i - offset
-        if j < 0:
+        want = target[i]
+        if j >= 0:
+            size, st = shape[j], stride[j]
+        else:
             if want < 0:
                 raise RuntimeError(
                     f"expand: -1 is not allowed in a leading, non-existing dimension {i}"
                 )
-            new_shape.append(want)
-            new_stride.append(0)
-            continue
-        size, st = shape[j], stride[j]
+            size = 1
+            st = new_shape[i + 1] * new_stride[i + 1] if i + 1 < ndim else 1
         if want == -1:
             want = size
-        if size == want:
-            new_shape.append(size)
-            new_stride.append(st)
-        elif size == 1:
-            new_shape.append(want)
-            new_stride.append(0)
-        else:
-            raise RuntimeError(
-                f"The expanded size of the tensor ({want}) must match the existing size ({size}) "
-                f"at non-singleton dimension {i}.  Target sizes: {list(target)}.  "
-                f"Tensor sizes: {list(shape)}"
-            )
+        if size != want:
+            if size != 1:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({want}) must match the existing size "
+                    f"({size}) at non-singleton dimension {i}.  Target sizes: {list(target)}.  "
+                    f"Tensor sizes: {list(shape)}"
+                )
+            st = 0
+        new_shape[i], new_stride[i] = want, st
     return tuple(new_shape), tuple(new_stride)
 
 

@@ -38,8 +38,7 @@ def _copy_backward(ctx, grad):
 @operator("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
           (Tag.inplace, Tag.pointwise))
 def fill_(self: Tensor, value):
-    """Fill ``self`` with ``value`` (a number or a 0-d tensor)."""
-    check_writable(self)
+    """Fill ``self`` with ``value`` (a number or a 0-d tensor); expanded tensors are allowed."""
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{value.dim()} dimensions.")
@@ -67,7 +66,13 @@ def clone(self: Tensor, *, memory_format=None) -> Tensor:
         out = empty_strided(self._shape, self._stride, dtype=self._dtype, device=self._device)
     else:
         out = empty(self._shape, dtype=self._dtype, device=self._device)
-    return copy_(out, self)
+    return _fresh(copy_(out, self))
+
+
+def _fresh(out: Tensor) -> Tensor:
+    """A new tensor that was just filled starts at version 0 (its counter is not shared)."""
+    out._ver.value = 0
+    return out
 
 
 @tensor_method("contiguous")
@@ -98,7 +103,7 @@ def _to_copy(self: Tensor, *, dtype=None, layout=None, device=None, pin_memory=N
         out = empty(self._shape, dtype=dtype, device=device)
     if device.type == "meta":
         return out
-    return copy_(out, self)
+    return _fresh(copy_(out, self))
 
 
 def _parse_to(args, kwargs):

@@ -259,6 +259,8 @@ class Tensor:
 
     def tolist(self):
         """Nested Python lists of Python numbers (a scalar for a 0-d tensor)."""
+        if self._device is META:
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         arr = numpy_view(self)
         if self._dtype is dt.bfloat16:
             arr = arr.astype(np.float32)
@@ -304,11 +306,12 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __dlpack__(self, stream=None, **kwargs):
-        """A DLPack capsule sharing this tensor's memory (NumPy's exporter)."""
+        """A DLPack capsule sharing this tensor's memory (every ember dtype, bfloat16 included)."""
         if self._requires_grad:
             raise RuntimeError("Can't export tensors that require gradient, use "
                                "tensor.detach()")
-        return numpy_view(self).__dlpack__(**kwargs) if kwargs else numpy_view(self).__dlpack__()
+        from ember.tensor.interop import to_dlpack
+        return to_dlpack(self, **kwargs)
 
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU

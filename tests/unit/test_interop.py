@@ -143,8 +143,6 @@ def test_bfloat16_export_with_to_dlpack(layout):
     assert x[idx].item() == 2.5
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor.__dlpack__ exports through NumPy, which refuses "
-                   "bfloat16; fix: delegate to ember.tensor.interop.to_dlpack")
 def test_bfloat16_export_via_protocol():
     x = ember.arange(4.0).to(ember.bfloat16)
     t = torch.from_dlpack(x)
