@@ -14,7 +14,7 @@ import numpy as np
 
 from ember.autograd._ops import op as aten
 from ember.autograd.engine import grad as autograd_grad
-from ember.autograd.grad_mode import no_grad
+from ember.autograd.grad_mode import enable_grad, no_grad
 from ember.tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -122,10 +122,12 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     diff = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
 
     def first_derivative(*args):
-        ins, gos = args[:n_in], args[n_in:]
-        outs = _outputs(func, ins)
-        diff_ins = tuple(ins[i] for i in diff)
-        grads = autograd_grad(outs, diff_ins, gos, create_graph=True, allow_unused=True)
+        # runs under gradcheck's no_grad while it perturbs inputs: the graph is needed anyway
+        with enable_grad():
+            ins, gos = args[:n_in], args[n_in:]
+            outs = _outputs(func, ins)
+            diff_ins = tuple(ins[i] for i in diff)
+            grads = autograd_grad(outs, diff_ins, gos, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_derivative, inputs + tuple(grad_outputs), eps=eps, atol=atol,

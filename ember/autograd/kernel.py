@@ -80,7 +80,10 @@ class _Ctx:
         if bound is None:
             raise RuntimeError(_RELEASED)
         if name == "result":
-            return node._result.unpack(node.name()) if node._result is not None else None
+            res = node._result
+            if isinstance(res, tuple):
+                return tuple(r.unpack(node.name()) if r is not None else None for r in res)
+            return res.unpack(node.name()) if res is not None else None
         try:
             value = bound[name]
         except KeyError:
@@ -341,7 +344,10 @@ def _record(op, ks: int, args, kwargs):
             if isinstance(o, Tensor) and o._dtype.is_floating_point:
                 mark_requires_grad(o, node, i)
     if save_result:
-        node._result = SavedTensor(outs[0], node, is_output=True)
+        # one SavedTensor per output for multi-output ops (``ctx.result`` is then a tuple)
+        node._result = SavedTensor(outs[0], node, is_output=True) if len(outs) == 1 else tuple(
+            SavedTensor(o, node, is_output=True) if isinstance(o, Tensor) else None
+            for o in outs)
     return out
 
 

@@ -188,10 +188,23 @@ def _eigh_dtype(A: Tensor) -> None:
 # Multi-output decompositions save ``A`` and recompute the (deterministic) factorisation in
 # backward: a rule can save only the first output as "result", and the factors are needed.
 def _lib():
-    """The ``ember`` namespace (imported lazily: this module is imported by ``ember``)."""
-    import ember
+    """Sibling operator families, imported on first use (they import this module's names)."""
+    from ember.ops import creation, pointwise, shape
 
-    return ember
+    return _Families(creation, pointwise, shape)
+
+
+class _Families:
+    """Attribute lookup across the creation, pointwise and shape families."""
+
+    def __init__(self, *modules):
+        self._modules = modules
+
+    def __getattr__(self, name):
+        for m in self._modules:
+            if hasattr(m, name):
+                return getattr(m, name)
+        raise AttributeError(name)
 
 
 def _scale(g: Tensor, s) -> Tensor:
