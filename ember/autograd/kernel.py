@@ -346,8 +346,8 @@ def _record(op, ks: int, args, kwargs):
     if save_result:
         # one SavedTensor per output for multi-output ops (``ctx.result`` is then a tuple)
         node._result = SavedTensor(outs[0], node, is_output=True) if len(outs) == 1 else tuple(
-            SavedTensor(o, node, is_output=True) if isinstance(o, Tensor) else None
-            for o in outs)
+            SavedTensor(o, node, is_output=o._dtype.is_floating_point)
+            if isinstance(o, Tensor) else None for o in outs)
     return out
 
 
