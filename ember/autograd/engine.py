@@ -187,6 +187,13 @@ def _sum_to(g: Tensor, shape: tuple, node: Node, i: int) -> Tensor:
 
 
 def _call_tensor_pre_hooks(node: Node, grads: list) -> list:
+    if isinstance(node, AccumulateGrad):
+        leaf_hooks = node.variable._hooks
+        if leaf_hooks and grads[0] is not None:
+            for fn in list(leaf_hooks.values()):
+                res = fn(grads[0])
+                if res is not None:
+                    grads[0] = res
     hooks = node._tensor_pre_hooks
     if hooks:
         for nr, fns in hooks.items():

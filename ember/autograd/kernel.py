@@ -362,11 +362,14 @@ class CopySlices(Node):
     of the base's new history", so later uses of the view flow into CopySlices too.
     """
 
-    __slots__ = ("fn", "geometry")
+    __slots__ = ("fn", "geometry", "base_stride")
 
     def apply(self, grads: tuple) -> tuple:
         (grad,) = grads
-        result = grad.clone()
+        # The view's geometry is laid out over the base's strides, so the base-shaped
+        # gradient must have them too (the base may be permuted).
+        result = aten("empty_strided")(grad._shape, self.base_stride, dtype=grad._dtype,
+                                       device=grad._device).copy_(grad)
         shape, stride, offset = self.geometry
         region = result.as_strided(shape, stride, offset)
         res = self.fn.apply((region.clone(),))
@@ -385,12 +388,13 @@ class CopySlices(Node):
 class ViewOfBaseBackward(Node):
     """History of a view whose base was rebased: its gradient lands in the base's region."""
 
-    __slots__ = ("geometry", "base_meta")
+    __slots__ = ("geometry", "base_meta", "base_stride")
 
     def apply(self, grads: tuple) -> tuple:
         (grad,) = grads
         shape, dtype = self.base_meta
-        out = aten("zeros")(shape, dtype=dtype)
+        out = aten("empty_strided")(shape, self.base_stride, dtype=dtype,
+                                    device=grad._device).zero_()
         out.as_strided(*self.geometry).copy_(grad)
         return (out,)
 
@@ -404,6 +408,7 @@ def _rebase_history(t: Tensor, node: Node) -> None:
     cs = CopySlices()
     cs.fn = node
     cs.geometry = geometry
+    cs.base_stride = base._stride
     base_edge = gradient_edge(base) or (None, 0)
     cs.next_functions = (base_edge, *node.next_functions[1:])
     cs._in_meta = ((base._shape, base._dtype), *node._in_meta[1:])
@@ -411,6 +416,7 @@ def _rebase_history(t: Tensor, node: Node) -> None:
     view_node = ViewOfBaseBackward()
     view_node.geometry = geometry
     view_node.base_meta = (base._shape, base._dtype)
+    view_node.base_stride = base._stride
     view_node.next_functions = ((cs, 0),)
     view_node._in_meta = ((base._shape, base._dtype),)
     mark_requires_grad(t, view_node, 0)

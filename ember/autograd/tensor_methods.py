@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 
 from ember.autograd.engine import backward as _backward
-from ember.autograd.graph import RemovableHandle, _HookDict, accumulator
+from ember.autograd.graph import RemovableHandle, _HookDict
 from ember.tensor import Tensor
 
 __all__ = ["bind"]
@@ -25,9 +25,14 @@ def register_hook(self: Tensor, hook) -> RemovableHandle:
     tensor replaces the gradient."""
     if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    node = self.grad_fn if self.grad_fn is not None else accumulator(self)
-    nr = self._output_nr if self.grad_fn is not None else 0
-    return node._add_tensor_pre_hook(nr, hook)
+    if self.grad_fn is not None:
+        return self.grad_fn._add_tensor_pre_hook(self._output_nr, hook)
+    # A leaf keeps its own hooks: its AccumulateGrad node may be recreated by later graphs.
+    if self._hooks is None:
+        self._hooks = _HookDict()
+    handle = RemovableHandle(self._hooks)
+    self._hooks[handle.id] = hook
+    return handle
 
 
 def register_post_accumulate_grad_hook(self: Tensor, hook) -> RemovableHandle:

@@ -198,7 +198,8 @@ def test_once_differentiable_forbids_double_backward():
             return g * 3 * x * x
 
     x = ember.tensor([2.0], requires_grad=True)
-    (g,) = ember.autograd.grad(Cube.apply(x), x, create_graph=True)
+    seed = ember.ones(1, requires_grad=True)  # a differentiable grad_output: torch wraps too
+    (g,) = ember.autograd.grad(Cube.apply(x), x, seed, create_graph=True)
     close(g, [12.0])
     with pytest.raises(RuntimeError, match="trying to differentiate twice"):
         g.sum().backward()

@@ -426,9 +426,6 @@ def test_setitem_gradients_match_torch(case, value_kind, value_requires_grad, se
     _assert_grads(*grads)
 
 
-@pytest.mark.xfail(strict=True, reason="CopySlices (ember/autograd/kernel.py) writes the view's "
-                   "geometry into a clone of the incoming gradient, whose strides are not the "
-                   "base's when the base is permuted")
 def test_setitem_gradient_through_view_of_permuted_base():
     def fn(lib, x, v):
         h = x.t().clone()  # permuted (column-major) storage, as clone keeps dense strides
