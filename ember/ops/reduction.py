@@ -20,10 +20,11 @@ import builtins
 import math
 from collections import namedtuple
 
+from ember.autograd.grad_mode import is_grad_enabled
 from ember.core import dtype as dt
 from ember.core.layout import canonical_dim, numel
-from ember.ops._define import Spec, Tag, composite, operator, tensor_method
-from ember.ops.pointwise import check_writable, maximum, minimum
+from ember.ops._define import Spec, Tag, composite, derivative, operator, tensor_method
+from ember.ops.pointwise import check_writable, maximum, minimum, where
 from ember.tensor import Tensor
 
 __all__ = [
@@ -116,6 +117,58 @@ def _is_float(d: dt.DType) -> bool:
     return d.category == dt.FLOATING
 
 
+# -- derivative helpers -----------------------------------------------------------------------
+# NOTE [Reduction derivatives]
+# Every rule first re-inserts the reduced dims as size 1 (``_restore``) so the gradient
+# broadcasts against the input; ``dim=None`` and ``dim=()`` reduce everything (as the forward).
+# Rules use ember ops only, so ``create_graph=True`` differentiates them again. Ties follow
+# torch: full extrema (``max()``, ``median()``) and ``amax``/``amin``/inf-norms share the
+# gradient evenly among tied elements; ops returning indices (``max(dim)``, ``median(dim)``,
+# ``mode``, ``cummax``) send it to the returned index. Multi-output ops only keep their first
+# saved ``(values, indices)`` outputs (``ctx.result`` is a tuple for multi-output ops).
+def _restore(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
+    """``g`` with the reduced ``dims`` (sorted, canonical) of ``shape`` re-inserted as size 1."""
+    if keepdim or not shape or len(g._shape) == len(shape):
+        return g
+    for d in dims:
+        g = g.unsqueeze(d)
+    return g
+
+
+def _zeros(shape: tuple, like: Tensor) -> Tensor:
+    from ember.ops.creation import zeros
+    return zeros(shape, dtype=like._dtype, device=like._device)
+
+
+def _scaled_mask(g: Tensor, mask: Tensor, dims) -> Tensor:
+    """torch's ``scale_grad_by_count``: ``g`` shared evenly among ``mask``'s True elements."""
+    count = mask.sum(dims, keepdim=True) if dims != () else mask.sum()
+    return (g / count) * mask
+
+
+def _evenly(grad: Tensor, x: Tensor, value: Tensor) -> Tensor:
+    """torch's ``evenly_distribute_backward`` for 0-d extrema/medians (NaN picks the NaNs)."""
+    mask = x.isnan() if bool(value.isnan().item()) else x == value
+    return where(mask, grad / mask.sum(), 0.0)
+
+
+def _select_backward(grad: Tensor, shape: tuple, dim: int, indices: Tensor,
+                     keepdim: bool) -> Tensor:
+    """Gradient of a value-selecting reduction: ``grad`` lands at ``indices`` along ``dim``."""
+    if not shape:
+        return grad
+    from ember.ops.creation import arange
+    d = canonical_dim(dim, len(shape))
+    if not keepdim:
+        grad, indices = grad.unsqueeze(d), indices.unsqueeze(d)
+    pos = arange(shape[d], device=grad._device).view((-1,) + (1,) * (len(shape) - d - 1))
+    return where(pos == indices, grad, 0.0).expand(shape)
+
+
+def _reverse_cumsum(g: Tensor, d: int) -> Tensor:
+    return g.flip((d,)).cumsum(d).flip((d,))
+
+
 # -- sum-like ---------------------------------------------------------------------------------
 def sum_plan(name: str, input: Tensor, dim, keepdim: bool, dtype, out) -> tuple[tuple, Spec]:
     """dims and Spec of sum/nansum/prod: int and bool accumulate into int64 unless ``dtype``."""
@@ -148,6 +201,13 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
     return sum_plan("sum", input, dim, keepdim, dtype, out)[1]
 
 
+@derivative(sum)
+def _sum_backward(ctx, grad):
+    shape = ctx.shape_of("input")
+    dims = reduction_dims(shape, ctx.dim)
+    return _restore(grad, shape, dims, ctx.keepdim).expand(shape)
+
+
 @operator("nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, "
           "Tensor(a!)? out=None) -> Tensor", R)
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -156,6 +216,12 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     Shape: as :func:`sum`.
     """
     return sum_plan("nansum", input, dim, keepdim, dtype, out)[1]
+
+
+@derivative(nansum, save=("input",))
+def _nansum_backward(ctx, grad):
+    # torch multiplies by the not-NaN mask: NaN positions get zero
+    return _sum_backward(ctx, grad) * ctx.input.isnan().logical_not()
 
 
 @operator("prod.dim_int(Tensor self, int? dim=None, bool keepdim=False, *, "
@@ -170,6 +236,44 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if dim is not None:
         single_dim("prod", input._shape, dim)
     return sum_plan("prod", input, dim, keepdim, dtype, out)[1]
+
+
+def _prod_safe_zeros(grad: Tensor, x: Tensor, d: int) -> Tensor:
+    """Products of all other elements along ``d`` via exclusive cumprods (zeros are fine)."""
+    n = x._shape[d]
+    if not numel(x._shape):
+        return grad.expand(x._shape)
+    from ember.ops.creation import ones
+    from ember.ops.shape import cat
+    ones_shape = x._shape[:d] + (1,) + x._shape[d + 1:]
+    one = ones(ones_shape, dtype=x._dtype, device=x._device)
+    before = cat([one, x.narrow(d, 0, n - 1)], d).cumprod(d)
+    after = cat([one, x.narrow(d, 1, n - 1).flip((d,))], d).cumprod(d).flip((d,))
+    return grad * (before * after)
+
+
+@derivative(prod, save=("input", "result"))
+def _prod_backward(ctx, grad):
+    # torch's prod_backward: result / input without zeros, exclusive products otherwise
+    x, result = ctx.input, ctx.result
+    if x._dtype is not grad._dtype:
+        x = x.to(grad._dtype)
+    shape = x._shape
+    if not shape:
+        return grad
+    if ctx.dim is None:
+        zeros_count = int((x == 0).sum().item())
+        if zeros_count == 0:
+            return grad * (result / x)
+        if zeros_count > 1 and not is_grad_enabled():
+            return _zeros(shape, grad)
+        return _prod_safe_zeros(grad.reshape(()), x.reshape(-1), 0).view(shape)
+    d = canonical_dim(ctx.dim, len(shape))
+    if not ctx.keepdim:
+        grad, result = grad.unsqueeze(d), result.unsqueeze(d)
+    if not bool((x == 0).any().item()):
+        return grad * (result / x)
+    return _prod_safe_zeros(grad, x, d)
 
 
 def mean_plan(name: str, input: Tensor, dim, keepdim: bool, dtype, out) -> tuple[tuple, Spec]:
@@ -202,6 +306,20 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return mean_plan("mean", input, dim, keepdim, dtype, out)[1]
 
 
+@derivative(mean)
+def _mean_backward(ctx, grad):
+    shape = ctx.shape_of("input")
+    dims = reduction_dims(shape, ctx.dim)
+    return _restore(grad, shape, dims, ctx.keepdim).expand(shape) / _count(shape, dims)
+
+
+def _count(shape: tuple, dims: tuple) -> int:
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    return n
+
+
 @operator("nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, "
           "ScalarType? dtype=None, Tensor(a!)? out=None) -> Tensor", R)
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -210,6 +328,16 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     Shape: as :func:`sum`.
     """
     return mean_plan("nanmean", input, dim, keepdim, dtype, out)[1]
+
+
+@derivative(nanmean, save=("input",))
+def _nanmean_backward(ctx, grad):
+    # torch's nanmean is nansum / count: an all-NaN slice gets NaN (inf * 0), NaNs get zero
+    x = ctx.input
+    dims = reduction_dims(x._shape, ctx.dim)
+    valid = x.isnan().logical_not()
+    count = valid.sum(dims, keepdim=True) if dims else valid.sum()
+    return (_restore(grad, x._shape, dims, ctx.keepdim) / count) * valid
 
 
 # -- extrema ----------------------------------------------------------------------------------
@@ -248,6 +376,16 @@ def _min_all(input, *, out=None):
     return extremum_all_spec("min", input)
 
 
+@derivative(_max_all, save=("input", "result"))
+def _max_all_backward(ctx, grad):
+    return _evenly(grad, ctx.input, ctx.result)
+
+
+@derivative(_min_all, save=("input", "result"))
+def _min_all_backward(ctx, grad):
+    return _evenly(grad, ctx.input, ctx.result)
+
+
 @operator("max.dim(Tensor self, int dim, bool keepdim=False) -> "
           "(Tensor values, Tensor indices)", R, method=False)
 def _max_dim(input, dim, keepdim=False, *, out=None):
@@ -264,6 +402,21 @@ def _min_dim(input, dim, keepdim=False, *, out=None):
 
 _max_dim.result_tuple = return_types.max
 _min_dim.result_tuple = return_types.min
+
+
+def _indices_backward(ctx, grad) -> Tensor:
+    """Value-selecting backward from the saved ``(values, indices)`` outputs."""
+    return _select_backward(grad, ctx.shape_of("input"), ctx.dim, ctx.result[1], ctx.keepdim)
+
+
+@derivative(_max_dim, save=("result",))
+def _max_dim_backward(ctx, grad, grad_indices):
+    return _indices_backward(ctx, grad)
+
+
+@derivative(_min_dim, save=("result",))
+def _min_dim_backward(ctx, grad, grad_indices):
+    return _indices_backward(ctx, grad)
 
 
 def _extremum(all_op, dim_op, binary, input, dim, keepdim, other, out):
@@ -327,6 +480,17 @@ def amax(input, dim=(), keepdim=False, *, out=None):
     return amax_plan("amax", input, dim, keepdim)[1]
 
 
+def _amax_backward(ctx, grad):
+    # torch's scale_grad_by_count: ties share evenly; a NaN result gives NaN (0 / 0) to the slice
+    x = ctx.input
+    dims = reduction_dims(x._shape, ctx.dim)
+    mask = x == _restore(ctx.result, x._shape, dims, ctx.keepdim)
+    return _scaled_mask(_restore(grad, x._shape, dims, ctx.keepdim), mask, dims)
+
+
+derivative(amax, save=("input", "result"))(_amax_backward)
+
+
 @operator("amin(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!)? out=None) "
           "-> Tensor", R)
 def amin(input, dim=(), keepdim=False, *, out=None):
@@ -335,6 +499,9 @@ def amin(input, dim=(), keepdim=False, *, out=None):
     Shape: as :func:`sum`.
     """
     return amax_plan("amin", input, dim, keepdim)[1]
+
+
+derivative(amin, save=("input", "result"))(_amax_backward)
 
 
 def aminmax_plan(input: Tensor, dim, keepdim: bool) -> tuple[tuple, tuple]:
@@ -366,6 +533,16 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
 
 
 aminmax.result_tuple = return_types.aminmax
+
+
+@derivative(aminmax, save=("input", "result"))
+def _aminmax_backward(ctx, grad_min, grad_max):
+    x = ctx.input
+    dims = reduction_dims(x._shape, ctx.dim)
+    keep = ctx.keepdim
+    lo, hi = (_restore(r, x._shape, dims, keep) for r in ctx.result)
+    return (_scaled_mask(_restore(grad_min, x._shape, dims, keep), x == lo, dims)
+            + _scaled_mask(_restore(grad_max, x._shape, dims, keep), x == hi, dims))
 
 
 def argmax_plan(name: str, input: Tensor, dim, keepdim: bool) -> tuple[int | None, Spec]:
@@ -441,6 +618,31 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return var_plan("var", input, dim, unbiased, keepdim, correction)[2]
 
 
+def _var_grad(grad: Tensor, x: Tensor, dim, unbiased, keepdim: bool, correction) -> Tensor:
+    """torch's var_backward (``dim=None``: inf/NaN when the degrees of freedom are <= 0)."""
+    if isinstance(dim, bool):  # var(input, unbiased) overload
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    shape = x._shape
+    if not shape or dim is None:
+        dof = numel(shape) - correction
+        if dof <= 0:
+            return grad * where(x == x.mean(), math.nan, _INF)
+        return (2.0 / dof) * grad * (x - x.mean())
+    # torch counts only the listed dims here, so dim=() divides by 1 - correction
+    dims = reduction_dims(shape, dim)
+    listed = dims if (not isinstance(dim, list | tuple) or dim) else ()
+    dof = _count(shape, listed) - correction
+    factor = 2.0 / dof if dof else _INF
+    return factor * _restore(grad, shape, dims, keepdim) * (x - x.mean(dims, keepdim=True))
+
+
+@derivative(var, save=("input",))
+def _var_backward(ctx, grad):
+    return _var_grad(grad, ctx.input, ctx.dim, ctx.unbiased, ctx.keepdim, ctx.correction)
+
+
 @operator("std.correction" + _VAR_SCHEMA.format(out=", Tensor(a!)? out=None", ret="Tensor"), R)
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation: the square root of :func:`var` (same arguments).
@@ -448,6 +650,17 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     Shape: as :func:`sum`.
     """
     return var_plan("std", input, dim, unbiased, keepdim, correction)[2]
+
+
+def _std_grad(grad: Tensor, result: Tensor, ctx) -> Tensor:
+    """torch's std_backward: var's gradient scaled by 1 / (2 std), zero where std is 0."""
+    grad_var = where(result == 0, 0.0, grad / (result * 2))
+    return _var_grad(grad_var, ctx.input, ctx.dim, ctx.unbiased, ctx.keepdim, ctx.correction)
+
+
+@derivative(std, save=("input", "result"))
+def _std_backward(ctx, grad):
+    return _std_grad(grad, ctx.result, ctx)
 
 
 @operator("var_mean.correction" + _VAR_SCHEMA.format(out="", ret="(Tensor, Tensor)"), R,
@@ -458,12 +671,30 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return spec, spec
 
 
+def _mean_grad(grad: Tensor, ctx) -> Tensor:
+    x = ctx.input
+    dim = None if isinstance(ctx.dim, bool) else ctx.dim
+    dims = reduction_dims(x._shape, dim)
+    return _restore(grad, x._shape, dims, ctx.keepdim) / _count(x._shape, dims)
+
+
+@derivative(var_mean, save=("input",))
+def _var_mean_backward(ctx, grad_var, grad_mean):
+    return (_var_grad(grad_var, ctx.input, ctx.dim, ctx.unbiased, ctx.keepdim, ctx.correction)
+            + _mean_grad(grad_mean, ctx))
+
+
 @operator("std_mean.correction" + _VAR_SCHEMA.format(out="", ret="(Tensor, Tensor)"), R,
           method=False)
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(std, mean)`` over ``dim`` as a plain tuple (arguments as :func:`var`)."""
     spec = var_plan("std_mean", input, dim, unbiased, keepdim, correction)[2]
     return spec, spec
+
+
+@derivative(std_mean, save=("input", "result"))
+def _std_mean_backward(ctx, grad_std, grad_mean):
+    return _std_grad(grad_std, ctx.result[0], ctx) + _mean_grad(grad_mean, ctx)
 
 
 # -- logsumexp --------------------------------------------------------------------------------
@@ -487,6 +718,15 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
                            f"{[1] * len(input._shape)}")
     dims = reduction_dims(input._shape, dim)
     return Spec(reduced_shape(input._shape, dims, keepdim), float_result(input._dtype))
+
+
+@derivative(logsumexp, save=("input", "result"))
+def _logsumexp_backward(ctx, grad):
+    x = ctx.input
+    dims = reduction_dims(x._shape, ctx.dim)
+    keep = ctx.keepdim
+    result = _restore(ctx.result, x._shape, dims, keep)
+    return _restore(grad, x._shape, dims, keep) * (x - result).exp()
 
 
 # -- norms ------------------------------------------------------------------------------------
@@ -549,6 +789,36 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
     return vector_norm_plan(x, ord, dim, keepdim, dtype)[1]
 
 
+def _pnorm_grad(grad: Tensor, x: Tensor, p: float, norm: Tensor, dims) -> Tensor | None:
+    """torch's norm_backward; ``grad`` and ``norm`` already have the reduced dims restored."""
+    if p == 0:
+        return None
+    if p == 1:
+        return x.sign() * grad
+    if p == 2:
+        return grad * where(norm == 0, 0.0, x / norm)
+    ax = x.abs()
+    if math.isinf(p):  # amax/amin of |x| respecting NaN: ties share evenly
+        mask = (ax == norm).logical_or(ax.isnan())
+        return x.sign() * _scaled_mask(grad, mask, dims)
+    if p < 1:
+        scaled = x.sign() * where(x == 0, 0.0, ax.pow(p - 1))
+        return scaled * grad * norm.pow(1 - p)
+    scale = where(norm == 0, 0.0, grad / norm.pow(p - 1))
+    if p < 2:
+        return x.sign() * ax.pow(p - 1) * scale
+    return x * ax.pow(p - 2) * scale
+
+
+@derivative(linalg_vector_norm, save=("x", "result"))
+def _linalg_vector_norm_backward(ctx, grad):
+    x = ctx.x
+    dims = reduction_dims(x._shape, ctx.dim)
+    keep = ctx.keepdim
+    return _pnorm_grad(_restore(grad, x._shape, dims, keep), x, float(ctx.ord),
+                       _restore(ctx.result, x._shape, dims, keep), dims)
+
+
 def matrix_norm_plan(A: Tensor, ord, dim, keepdim: bool, dtype) -> tuple[tuple, Spec]:
     """(canonical (row, col) dims, Spec) of ``linalg.matrix_norm``."""
     name = "linalg.matrix_norm"
@@ -595,6 +865,66 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     Shape: ``A`` with both ``dim`` removed (size 1 when ``keepdim``).
     """
     return matrix_norm_plan(A, ord, dim, keepdim, dtype)[1]
+
+
+def _svd_factors(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Reduced ``U, S, Vh`` of a batch of matrices (last two dims) as constants.
+
+    ember has no SVD operator, so the factors come from LAPACK through NumPy; they carry no
+    history, so the matrix-norm rules that use them are not differentiable twice.
+    """
+    import numpy as np
+
+    from ember.ops.creation import tensor
+    from ember.ops.linalg import LinAlgError
+    arr = np.asarray(a.detach().contiguous().numpy())
+    if not np.isfinite(arr).all():
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
+                          "matrix contained non-finite values.")
+    try:
+        u, s, vh = np.linalg.svd(arr, full_matrices=False)
+    except np.linalg.LinAlgError as e:
+        raise LinAlgError(f"linalg.svd: The algorithm failed to converge ({e}).") from None
+    return tuple(tensor(v, dtype=a._dtype, device=a._device) for v in (u, s, vh))
+
+
+def _svd_norm_grad(grad: Tensor, a: Tensor, ord) -> Tensor:
+    """``U diag(gS) Vh`` (torch's svdvals backward) with gS from sum/amax/amin of S."""
+    if is_grad_enabled():
+        raise NotImplementedError(f"linalg_matrix_norm: double backward of the ord={ord!r} "
+                                  "norm (through an SVD) is not implemented")
+    u, s, vh = _svd_factors(a)
+    g = grad.unsqueeze(-1)
+    if ord == "nuc":
+        gs = g.expand(s._shape)
+    else:
+        ext = s.amax(-1, keepdim=True) if ord == 2 else s.amin(-1, keepdim=True)
+        gs = _scaled_mask(g, s == ext, -1)
+    from ember.ops.linalg import matmul
+    return matmul(u * gs.unsqueeze(-2), vh)
+
+
+@derivative(linalg_matrix_norm, save=("A", "result"))
+def _linalg_matrix_norm_backward(ctx, grad):
+    # torch composes matrix_norm from vector_norm, amax/amin and svdvals; this follows it
+    A, ord = ctx.A, ctx.ord
+    (d0, d1), _ = matrix_norm_plan(A, ord, ctx.dim, ctx.keepdim, ctx.dtype)
+    shape = A._shape
+    if not numel(shape):
+        return _zeros(shape, A)
+    dims = tuple(sorted((d0, d1)))
+    g = _restore(grad, shape, dims, ctx.keepdim)
+    if ord == "fro":
+        return _pnorm_grad(g, A, 2.0, _restore(ctx.result, shape, dims, ctx.keepdim), dims)
+    if ord in ("nuc", 2, -2):
+        am = A.movedim((d0, d1), (-2, -1))
+        gm = g.movedim((d0, d1), (-2, -1))[..., 0, 0]
+        return _svd_norm_grad(gm, am, ord).movedim((-2, -1), (d0, d1))
+    # 1/-1: max/min over d1 of column abs-sums over d0; inf/-inf: the same with d0, d1 swapped
+    over, across = (d0, d1) if abs(ord) == 1 else (d1, d0)
+    sums = A.detach().abs().sum(over, keepdim=True)
+    ext = sums.amax(across, keepdim=True) if ord > 0 else sums.amin(across, keepdim=True)
+    return A.sign() * _scaled_mask(g, sums == ext, (across,))
 
 
 @composite("norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p='fro', int[1]? dim=None, "
@@ -682,6 +1012,18 @@ def cumsum(input, dim, *, dtype=None, out=None):
     return scan_plan("cumsum", input, dim, dtype, out)[1]
 
 
+def _cumsum_grad(ctx, grad, name: str) -> Tensor:
+    shape = ctx.shape_of(name)
+    if not shape:
+        return grad
+    return _reverse_cumsum(grad, canonical_dim(ctx.dim, len(shape)))
+
+
+@derivative(cumsum)
+def _cumsum_backward(ctx, grad):
+    return _cumsum_grad(ctx, grad, "input")
+
+
 @operator("cumprod(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!)? out=None) "
           "-> Tensor", R)
 def cumprod(input, dim, *, dtype=None, out=None):
@@ -690,6 +1032,59 @@ def cumprod(input, dim, *, dtype=None, out=None):
     Shape: same as ``input``.
     """
     return scan_plan("cumprod", input, dim, dtype, out)[1]
+
+
+def _cumprod_grad(grad: Tensor, x: Tensor, dim: int, result: Tensor) -> Tensor:
+    """torch's cumprod_backward: ``reverse_cumsum(result * grad) / x`` without zeros.
+
+    With zeros and ``create_graph``, ``grad_x[k] = sum_{j >= k} grad[j] * prod_{i <= j, i != k}
+    x[i]`` is built at once as an (n, n) table per slice (O(n^2) memory) that stays
+    differentiable (torch also switches to an O(n^2) form there); otherwise the O(n) form.
+    """
+    shape = x._shape
+    if numel(shape) <= 1:
+        return grad
+    d = canonical_dim(dim, len(shape))
+    n = shape[d]
+    if n == 1:
+        return grad
+    if x._dtype is not grad._dtype:
+        x = x.to(grad._dtype)
+    if not bool((x == 0).any().item()):
+        return _reverse_cumsum(result * grad, d) / x
+    from ember.ops.creation import arange
+    k = arange(n, device=x._device)
+    if not is_grad_enabled():
+        return _cumprod_zeros_grad(grad, x, d, result, k)
+    others = where(k.unsqueeze(-1) == k, 1.0, x.movedim(d, -1).unsqueeze(-2))  # [..., k, i]
+    table = others.cumprod(-1)  # prod_{i <= j, i != k} x[i] at [..., k, j]
+    g = grad.movedim(d, -1).unsqueeze(-2)
+    return where(k.unsqueeze(-1) <= k, table * g, 0.0).sum(-1).movedim(-1, d)
+
+
+def _cumprod_zeros_grad(grad: Tensor, x: Tensor, d: int, result: Tensor, k: Tensor) -> Tensor:
+    """torch's O(n) first-order cumprod gradient for slices holding zeros.
+
+    Before the first zero z1 the usual formula holds; at z1 the gradient is
+    ``result[z1 - 1] * sum_{z1 <= j < z2} grad[j] * prod_{z1 < i <= j} x[i]``; after it, zero.
+    Values past a zero never reach earlier positions (no NaN from ``0 * inf``), as in torch.
+    """
+    zeros_seen = (x == 0).cumsum(d)
+    before = zeros_seen == 0
+    out = where(before, _reverse_cumsum(where(before, result * grad, 0.0), d) / x, 0.0)
+    run = zeros_seen == 1
+    first_idx = run.to(dt.uint8).argmax(d, keepdim=True)
+    pos = k.view((-1,) + (1,) * (len(x._shape) - d - 1))
+    first = (pos == first_idx).logical_and(run)
+    between = run.logical_and(first.logical_not())
+    tail = (where(between, x, 1.0).cumprod(d) * where(run, grad, 0.0)).sum(d, keepdim=True)
+    prev = where(first_idx == 0, 1.0, result.gather(d, (first_idx - 1).clamp(min=0)))
+    return where(first, tail * prev, out)
+
+
+@derivative(cumprod, save=("input", "result"))
+def _cumprod_backward(ctx, grad):
+    return _cumprod_grad(grad, ctx.input, ctx.dim, ctx.result)
 
 
 def _inplace_scan_spec(name: str, self: Tensor, dim, dtype) -> Spec:
@@ -707,11 +1102,21 @@ def cumsum_(self, dim, *, dtype=None):
     return _inplace_scan_spec("cumsum_", self, dim, dtype)
 
 
+@derivative(cumsum_)
+def _cumsum__backward(ctx, grad):
+    return _cumsum_grad(ctx, grad, "self")
+
+
 @operator("cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)",
           (Tag.reduction, Tag.inplace))
 def cumprod_(self, dim, *, dtype=None):
     """In-place :func:`cumprod` (accumulates in ``self``'s dtype)."""
     return _inplace_scan_spec("cumprod_", self, dim, dtype)
+
+
+@derivative(cumprod_, save=("self", "result"))
+def _cumprod__backward(ctx, grad):
+    return _cumprod_grad(grad, ctx.self, ctx.dim, ctx.result)
 
 
 def _cum_extremum(name: str, input: Tensor, dim):
@@ -745,6 +1150,24 @@ cummax.result_tuple = return_types.cummax
 cummin.result_tuple = return_types.cummin
 
 
+def _cum_extremum_backward(ctx, grad) -> Tensor:
+    """torch's cummaxmin_backward: scatter-add ``grad`` to the running extremum's indices."""
+    shape = ctx.shape_of("input")
+    if not shape or not numel(shape):
+        return grad
+    return _zeros(shape, grad).scatter_add(ctx.dim, ctx.result[1], grad)
+
+
+@derivative(cummax, save=("result",))
+def _cummax_backward(ctx, grad, grad_indices):
+    return _cum_extremum_backward(ctx, grad)
+
+
+@derivative(cummin, save=("result",))
+def _cummin_backward(ctx, grad, grad_indices):
+    return _cum_extremum_backward(ctx, grad)
+
+
 @operator("logcumsumexp(Tensor self, int dim, *, Tensor(a!)? out=None) -> Tensor", R)
 def logcumsumexp(input, dim, *, out=None):
     """Running ``log(sum(exp(x)))`` along ``dim``, computed stably; floating inputs only.
@@ -760,6 +1183,25 @@ def logcumsumexp(input, dim, *, out=None):
         raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for '
                                   f"'{tname(input._dtype)}'")
     return Spec(input._shape, input._dtype)
+
+
+@derivative(logcumsumexp, save=("input", "result"))
+def _logcumsumexp_backward(ctx, grad):
+    # torch's formula: positive and negative parts of grad in log space, reverse-scanned
+    x, result = ctx.input, ctx.result
+    if not x._shape or not numel(x._shape):
+        return grad
+    from ember.core.dtype import finfo
+    d = canonical_dim(ctx.dim, len(x._shape))
+    lowest = finfo(grad._dtype).min
+    log_abs = grad.abs().log()
+    pos = where(grad > 0, log_abs, lowest)
+    neg = where(grad < 0, log_abs, lowest)
+
+    def reverse_lcse(t):
+        return t.flip((d,)).logcumsumexp(d).flip((d,))
+
+    return (reverse_lcse(pos - result) + x).exp() - (reverse_lcse(neg - result) + x).exp()
 
 
 # -- order statistics -------------------------------------------------------------------------
@@ -786,6 +1228,16 @@ def _nanmedian_all(input):
     return Spec((), input._dtype)
 
 
+@derivative(_median_all, save=("input", "result"))
+def _median_all_backward(ctx, grad):
+    return _evenly(grad, ctx.input, ctx.result)
+
+
+@derivative(_nanmedian_all, save=("input", "result"))
+def _nanmedian_all_backward(ctx, grad):
+    return _evenly(grad, ctx.input, ctx.result)
+
+
 @operator("median.dim(Tensor self, int dim, bool keepdim=False) -> "
           "(Tensor values, Tensor indices)", R, method=False)
 def _median_dim(input, dim, keepdim=False, *, out=None):
@@ -806,6 +1258,16 @@ def _nanmedian_dim(input, dim, keepdim=False, *, out=None):
 
 _median_dim.result_tuple = return_types.median
 _nanmedian_dim.result_tuple = return_types.nanmedian
+
+
+@derivative(_median_dim, save=("result",))
+def _median_dim_backward(ctx, grad, grad_indices):
+    return _indices_backward(ctx, grad)
+
+
+@derivative(_nanmedian_dim, save=("result",))
+def _nanmedian_dim_backward(ctx, grad, grad_indices):
+    return _indices_backward(ctx, grad)
 
 
 def _median_router(all_op, dim_op, input, dim, keepdim, out):
@@ -848,6 +1310,11 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
 
 mode.result_tuple = return_types.mode
 
+
+@derivative(mode, save=("result",))
+def _mode_backward(ctx, grad, grad_indices):
+    return _indices_backward(ctx, grad)
+
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
@@ -878,6 +1345,71 @@ def quantile_plan(name: str, input: Tensor, q, dim, keepdim: bool, interpolation
     return dims, Spec(shape, input._dtype)
 
 
+def _quantile_backward(ctx, grad, ignore_nan: bool):
+    """Gradient of torch's sort-then-interpolate quantile.
+
+    NOTE [Quantile gradient]
+    torch sorts the reduced slice (NaN last, ties in input order for short rows), picks the
+    values at ranks ``floor(r)`` and ``ceil(r)`` with ``r = q * (n - 1)`` (n counts non-NaN
+    values for nanquantile; a slice holding NaN uses the last rank for quantile) and lerps
+    them with weight ``r - floor(r)`` (0.5 for midpoint). So the input gets ``(1 - w) * grad``
+    at the lower neighbour and ``w * grad`` at the upper one (all of it for lower / higher /
+    nearest), and a tensor ``q`` gets ``grad * (upper - lower) * dr/dq`` for linear.
+    """
+    x, q = ctx.input.detach(), ctx.q
+    shape, dim = x._shape, ctx.dim
+    qt = q if isinstance(q, Tensor) else None
+    # grad -> (*batch, nq): q's dim last, the reduced dims dropped
+    g = grad.movedim(0, -1) if qt is not None and qt._shape else grad.unsqueeze(-1)
+    if dim is None or not shape:
+        rows, d = x.reshape(-1), None
+        g = g.reshape(g._shape[-1])
+    else:
+        d = canonical_dim(dim, len(shape))
+        rows = x.movedim(d, -1)
+        if ctx.keepdim:
+            g = g.squeeze(d)
+    from ember.ops.creation import tensor
+    from ember.ops.shape import argsort
+    n = rows._shape[-1]
+    order = argsort(rows, stable=True, dim=-1)
+    srt = rows.gather(-1, order)
+    qv = qt.detach().reshape(-1) if qt is not None else tensor([q], dtype=x._dtype)
+    if ignore_nan:
+        slope = srt.isnan().logical_not().sum(-1, keepdim=True) - 1
+        rank = qv * slope
+        fixed = rank < 0  # masked_fill'd ranks pass no gradient to q
+        rank = where(fixed, 0.0, rank)
+    else:
+        fixed = srt.isnan().any(-1, keepdim=True)
+        slope = n - 1
+        rank = where(fixed, float(n - 1), qv * slope)
+    how = ctx.interpolation
+    if how == "lower":
+        rank = rank.floor()
+    elif how == "higher":
+        rank = rank.ceil()
+    elif how == "nearest":
+        rank = rank.round()
+    lo = rank.to(dt.int64)
+    gs = _zeros(rows._shape, g)
+    dq = None
+    if how in ("linear", "midpoint"):
+        hi = rank.ceil().to(dt.int64)
+        w = rank - lo if how == "linear" else 0.5
+        gs = gs.scatter_add(-1, lo, g * (1 - w)).scatter_add(-1, hi, g * w)
+        if how == "linear" and qt is not None:
+            dq = where(fixed, 0.0, g * (srt.gather(-1, hi) - srt.gather(-1, lo)) * slope)
+            if dq.dim() > 1:
+                dq = dq.sum(tuple(range(dq.dim() - 1)))
+            dq = dq.reshape(qt._shape)
+    else:
+        gs = gs.scatter_add(-1, lo, g)
+    gx = _zeros(rows._shape, g).scatter(-1, order, gs)
+    gx = gx.reshape(shape) if d is None else gx.movedim(-1, d)
+    return gx if qt is None else (gx, dq)
+
+
 _Q_SCHEMA = ("(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, "
              "str interpolation='linear', Tensor(a!)? out=None) -> Tensor")
 
@@ -894,6 +1426,11 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     return quantile_plan("quantile", input, q, dim, keepdim, interpolation)[1]
 
 
+@derivative(quantile, save=("input", "q"))
+def _quantile_rule(ctx, grad):
+    return _quantile_backward(ctx, grad, False)
+
+
 @operator("nanquantile" + _Q_SCHEMA, R)
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """:func:`quantile` ignoring NaN values (NaN when a slice has none).
@@ -901,3 +1438,8 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
     Shape: as :func:`quantile`.
     """
     return quantile_plan("nanquantile", input, q, dim, keepdim, interpolation)[1]
+
+
+@derivative(nanquantile, save=("input", "q"))
+def _nanquantile_rule(ctx, grad):
+    return _quantile_backward(ctx, grad, True)

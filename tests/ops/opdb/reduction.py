@@ -84,7 +84,7 @@ def _linalg(name: str):
 def _as_f64(lib, t):
     if lib is torch:
         return t.detach().to(torch.float64).numpy()
-    return np.asarray(t.numpy()).astype(np.float64)
+    return np.asarray(t.detach().numpy()).astype(np.float64)
 
 
 def _values_and_picked(name: str):
@@ -351,3 +351,36 @@ OPS = [
     OpInfo("quantile", _lib_fn("quantile"), _q_samples, dtypes=ALL, errors=_errors_quantile),
     OpInfo("nanquantile", _lib_fn("nanquantile"), _q_samples, dtypes=ALL),
 ]
+
+# -- gradient-only entries (float64; test_ops_grad.py) ------------------------------------------
+GRAD_SHAPES = [(5,), (3, 4), (2, 1, 3), (2, 3)]
+
+OPS += [
+    # the main var/std entries' smallest samples hold one element: NaN (dof <= 0) everywhere.
+    # No expanded layout: a constant slice has std 0, where the gradient is undefined (torch's
+    # Welford pass gets exactly 0 and masks it; a two-pass std may round to 1e-17 instead)
+    OpInfo(f"{name}_grad", _lib_fn(name),
+           _samples(VAR_VARIANTS[:7] + [((0,), {"correction": 0})], shapes=GRAD_SHAPES,
+                    special=False, layouts=NO_EXPAND), dtypes=("float64",))
+    for name in ("var", "std", "var_mean", "std_mean")
+] + [
+    # no expanded layout: its rank-deficient matrices make nuc/2/-2 non-differentiable
+    # (the singular vectors of a zero singular value are arbitrary, so torch's and LAPACK's
+    # signs differ)
+    OpInfo("linalg_matrix_norm_grad", _linalg("matrix_norm"),
+           _samples(MNORM_VARIANTS, shapes=[(3, 4), (2, 3, 4), (4, 3), (1, 1)], finite=True,
+                    layouts=NO_EXPAND), dtypes=("float64",)),
+]
+
+
+def _entry(name: str) -> OpInfo:
+    return next(info for info in OPS if info.name == name)
+
+
+for _name in ("var", "std", "var_mean", "std_mean"):
+    _entry(_name).gradcheck = False  # see the *_grad entries above
+# nuc/2/-2 on expanded (rank-deficient) samples: see linalg_matrix_norm_grad
+_entry("linalg_matrix_norm").grad = False
+# median's index among ties (expanded layouts) is implementation defined, so is its gradient;
+# median_dim (no expanded layouts) compares gradients
+_entry("median_dim_meta").grad = False
