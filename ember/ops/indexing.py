@@ -12,6 +12,7 @@ from ember.core import dtype as dt
 from ember.ops._define import tensor_method
 from ember.ops.copy import copy_, fill_, to
 from ember.ops.creation import empty, full, tensor, zeros
+from ember.ops.pointwise import check_writable
 from ember.ops.scatter_gather import index as index_op
 from ember.ops.scatter_gather import index_put_, strip_leading_ones
 from ember.ops.views import alias, reshape, select, unsqueeze
@@ -122,6 +123,7 @@ def setitem(self: Tensor, index, value) -> None:
     index = _normalize(self, index)
     if all(_is_basic(i) for i in index):
         target = basic_view(self, index)
+        check_writable(target)  # unlike fill_, assignment refuses overlapping targets (torch)
         if isinstance(value, Tensor):
             copy_(target, _trim(value, target.dim()))
         else:
