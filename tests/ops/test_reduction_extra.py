@@ -157,3 +157,137 @@ def test_var_with_large_correction_is_inf():
         assert ember.var(x, correction=5).item() == float("inf")
     with pytest.warns(UserWarning, match="std"):
         assert ember.std(x, 0, correction=3).item() == float("inf")
+
+
+# -- derivatives ------------------------------------------------------------------------------
+def _leaf(values):
+    return ember.tensor(values, dtype=ember.float64).requires_grad_()
+
+
+_X = [[0.5, -1.2, 2.0, 0.7], [1.5, 0.3, -0.8, 2.2], [-0.4, 1.1, 0.9, -1.7]]
+_POS = [[0.5, 1.2, 2.0, 0.7], [1.5, 0.3, 0.8, 2.2], [0.4, 1.1, 0.9, 1.7]]
+
+GRADGRAD = [
+    ("sum_dims", _X, lambda x: x.sum((0, 1))),
+    ("sum_keepdim", _X, lambda x: ember.sum(x, -1, keepdim=True)),
+    ("sum_none_dtype", _X, lambda x: x.sum(dtype=ember.float64)),
+    ("nansum", _X, lambda x: ember.nansum(x, 0)),
+    ("mean", _X, lambda x: x.mean(1)),
+    ("nanmean", _X, lambda x: ember.nanmean(x, (0, 1), keepdim=True)),
+    ("prod_dim", _X, lambda x: x.prod(1)),
+    ("prod_all", _X, lambda x: x.prod()),
+    ("prod_zero", [[1.5, 0.0, 2.0], [0.7, -1.1, 0.9]], lambda x: x.prod(1)),
+    ("prod_all_zero", [[1.5, 0.0, 2.0], [0.7, -1.1, 0.9]], lambda x: x.prod()),
+    ("prod_all_two_zeros", [[1.5, 0.0, 2.0], [0.7, 0.0, 0.9]], lambda x: x.prod()),
+    ("max_dim", _X, lambda x: x.max(1).values),
+    ("amax", _X, lambda x: x.amax(0)),
+    ("aminmax", _X, lambda x: ember.aminmax(x, dim=1)),
+    ("median_dim", _X, lambda x: x.median(0).values),
+    ("var", _X, lambda x: x.var(1)),
+    ("std", _X, lambda x: x.std(0, correction=0)),
+    ("var_mean", _X, lambda x: ember.var_mean(x, 1)),
+    ("std_mean", _X, lambda x: ember.std_mean(x)),
+    ("logsumexp", _X, lambda x: ember.logsumexp(x, 1)),
+    ("vector_norm_2", _X, lambda x: ember.linalg_vector_norm(x, 2, 1)),
+    ("vector_norm_3", _X, lambda x: ember.linalg_vector_norm(x, 3.0)),
+    ("vector_norm_1_5", _X, lambda x: ember.linalg_vector_norm(x, 1.5, 0)),
+    ("vector_norm_inf", _X, lambda x: ember.linalg_vector_norm(x, float("inf"), 1)),
+    ("norm_fro", _X, lambda x: x.norm()),
+    ("matrix_norm_fro", _X, lambda x: ember.linalg_matrix_norm(x)),
+    ("matrix_norm_1", _X, lambda x: ember.linalg_matrix_norm(x, 1)),
+    ("cumsum", _X, lambda x: x.cumsum(1)),
+    ("cumprod", _X, lambda x: x.cumprod(1)),
+    ("cumprod_zero", [[1.5, 0.0, 2.0, 0.5], [0.7, -1.1, 0.0, 0.9]], lambda x: x.cumprod(1)),
+    ("cumprod_two_zeros", [[0.0, 1.5, 0.0, 0.5], [0.7, 0.0, 0.0, 0.9]], lambda x: x.cumprod(1)),
+    ("cummax", _X, lambda x: x.cummax(1).values),
+    ("logcumsumexp", _X, lambda x: x.logcumsumexp(0)),
+    ("quantile", _X, lambda x: ember.quantile(x, 0.3, 1)),
+    ("log_of_sum", _POS, lambda x: x.sum(0).log()),
+]
+
+
+@pytest.mark.parametrize("name,values,fn", GRADGRAD, ids=[c[0] for c in GRADGRAD])
+def test_gradgradcheck(name, values, fn):
+    """Rules are written with ember ops, so their own gradients check out too."""
+    assert ember.autograd.gradgradcheck(fn, (_leaf(values),))
+
+
+def test_gradcheck_quantile_q_tensor():
+    q = ember.tensor([0.1, 0.45, 0.8], dtype=ember.float64).requires_grad_()
+    assert ember.autograd.gradcheck(lambda x, q: ember.quantile(x, q, 0), (_leaf(_X), q))
+
+
+def test_sum_backward_restores_reduced_dims():
+    x = _leaf(np.arange(24.0).reshape(2, 3, 4).tolist())
+    for dim, keepdim in [((0, 2), False), ((2, 0), True), (None, False), ((), False), (1, True)]:
+        y = x.sum(dim, keepdim=keepdim) if dim is not None else x.sum()
+        g = ember.autograd.grad(y, x, ember.ones_like(y))[0]
+        assert g.shape == x.shape and np.all(_np(g) == 1.0)
+
+
+def test_max_all_and_amax_share_ties_evenly_like_torch():
+    vals = [[3.0, 1.0, 3.0], [2.0, 3.0, 0.0]]
+    for f in (lambda lib, t: t.max(), lambda lib, t: t.amax(), lambda lib, t: t.amax(1),
+              lambda lib, t: lib.linalg.vector_norm(t, float("inf"), 1)
+              if lib is torch else ember.linalg_vector_norm(t, float("inf"), 1)):
+        xe, xt = _leaf(vals), torch.tensor(vals, dtype=torch.float64, requires_grad=True)
+        ge = ember.autograd.grad(f(ember, xe).sum(), xe)[0]
+        gt = torch.autograd.grad(f(torch, xt).sum(), xt)[0]
+        np.testing.assert_allclose(_np(ge), gt.numpy())
+
+
+def test_prod_with_zeros_matches_torch():
+    for vals in ([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0]], [[1.5, -2.0], [0.0, 4.0]]):
+        for dim in (None, 0, 1):
+            xe, xt = _leaf(vals), torch.tensor(vals, dtype=torch.float64, requires_grad=True)
+            ye = xe.prod() if dim is None else xe.prod(dim)
+            yt = xt.prod() if dim is None else xt.prod(dim)
+            ge = ember.autograd.grad(ye.sum(), xe)[0]
+            gt = torch.autograd.grad(yt.sum(), xt)[0]
+            np.testing.assert_allclose(_np(ge), gt.numpy())
+
+
+def test_norm_2_at_zero_gives_zero_gradient():
+    x = ember.zeros(3, dtype=ember.float64).requires_grad_()
+    (g,) = ember.autograd.grad(ember.linalg_vector_norm(x), x)
+    assert _np(g).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_svd_norm_double_backward_refuses():
+    x = _leaf(_X)
+    (g,) = ember.autograd.grad(ember.linalg_matrix_norm(x, "nuc"), x, create_graph=False)
+    t = torch.tensor(_X, dtype=torch.float64, requires_grad=True)
+    (gt,) = torch.autograd.grad(torch.linalg.matrix_norm(t, "nuc"), t)
+    np.testing.assert_allclose(_np(g), gt.numpy(), rtol=1e-10)
+    with pytest.raises(NotImplementedError, match="double backward"):
+        ember.autograd.grad(ember.linalg_matrix_norm(x, 2), x, create_graph=True)
+
+
+def test_svd_norm_backward_raises_linalg_error_on_non_finite():
+    from ember.ops.linalg import LinAlgError
+    from ember.ops.reduction import _svd_factors
+    with pytest.raises(LinAlgError, match="non-finite"):
+        _svd_factors(ember.tensor([[1.0, float("nan")], [0.0, 1.0]]))
+
+
+@pytest.mark.parametrize("row", [
+    [2.0, 0.0, 3.0, 0.0, 5.0], [0.0, 0.0, 1.5, 2.0, -1.0], [1.0, float("inf"), 0.0, 2.0, 3.0],
+    [3.0, 0.0, 2.0, float("nan"), 0.0], [1.5, -2.0, 0.5, 4.0, 0.0],
+])
+def test_cumprod_with_zeros_matches_torch(row):
+    """First order uses torch's O(n) form, so non-finite values past a zero stay contained."""
+    vals = [row, row[::-1]]
+    cot = np.random.default_rng(3).standard_normal((2, 5))
+    for dim in (0, 1):
+        xe, xt = _leaf(vals), torch.tensor(vals, dtype=torch.float64, requires_grad=True)
+        ge = ember.autograd.grad(xe.cumprod(dim), xe, ember.tensor(cot, dtype=ember.float64))[0]
+        gt = torch.autograd.grad(xt.cumprod(dim), xt, torch.tensor(cot))[0]
+        np.testing.assert_allclose(_np(ge), gt.numpy(), rtol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="the CPU kernel (ember/backends/cpu/reduction.py) raises "
+                   "a plain RuntimeError where torch raises torch.linalg.LinAlgError")
+def test_svd_norm_forward_raises_linalg_error():
+    from ember.ops.linalg import LinAlgError
+    with pytest.raises(LinAlgError):
+        ember.linalg_matrix_norm(ember.tensor([[1.0, float("nan")], [0.0, 1.0]]), "nuc")
