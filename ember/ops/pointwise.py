@@ -678,6 +678,7 @@ def _div_backward(ctx, grad):
     a, b = ctx.input, ctx.other
     return _grads(ctx, lambda: grad / b, lambda: -grad * ((a / b) / b))
 
+
 __all__ += ["div", "div_"]
 
 
