@@ -1,0 +1,129 @@
+"""Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``), with AMSGrad, maximize and
+coupled (L2) or decoupled weight decay; see NOTE [Optimizer updates] in
+ember/optim/optimizer.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ember.ops.creation import zeros_like
+from ember.ops.pointwise import maximum
+from ember.optim.optimizer import _Algorithm, check_betas, check_lr, check_nonneg, new_step, scalar
+from ember.tensor import Tensor
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(_Algorithm):
+    """Adam (``torch.optim.Adam``).
+
+    Per parameter and step ``t``: ``m = lerp(m, g, 1 - beta1)``, ``v = beta2 * v + (1 - beta2)
+    * g * g`` (AMSGrad keeps ``v_max = max(v_max, v)`` and uses it), then ``p -= lr / (1 -
+    beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``. Weight decay adds ``wd * p`` to the
+    gradient, or with ``decoupled_weight_decay`` multiplies ``p`` by ``1 - lr * wd`` first.
+    State: ``step`` (float32 0-d), ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq``).
+
+    Args:
+        params: tensors or parameter groups.
+        lr: learning rate (default 1e-3).
+        betas: running-average coefficients (default (0.9, 0.999)).
+        eps: added to the denominator (default 1e-8).
+        weight_decay: weight decay (default 0).
+        amsgrad: use the AMSGrad variant.
+        maximize: maximize the objective.
+        decoupled_weight_decay: decay the weights directly (AdamW).
+
+    Raises:
+        ValueError: an option out of range (torch's messages).
+
+    Example:
+        >>> import ember
+        >>> w = ember.zeros(2, requires_grad=True)
+        >>> opt = ember.optim.Adam([w], lr=0.1)
+        >>> w.grad = ember.tensor([1.0, -1.0]); opt.step(); w
+        tensor([-0.1000,  0.1000], requires_grad=True)
+    """
+
+    def __init__(self, params: Iterable, lr: float | Tensor = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        check_lr(lr)
+        check_nonneg("epsilon value", eps)
+        check_betas(betas)
+        check_nonneg("weight_decay value", weight_decay)
+        defaults = {"lr": lr, "betas": tuple(scalar(b) for b in betas), "eps": eps,
+                    "weight_decay": weight_decay, "amsgrad": amsgrad, "maximize": maximize,
+                    "foreach": foreach, "capturable": capturable,
+                    "differentiable": differentiable, "fused": fused,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def _state(self, p: Tensor, amsgrad: bool) -> dict[str, Tensor]:
+        state = self.state[p]
+        if not state:
+            state["step"] = new_step()
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        lr, wd, eps = scalar(group["lr"]), group["weight_decay"], group["eps"]
+        beta1, beta2 = (scalar(b) for b in group["betas"])
+        amsgrad, maximize = group["amsgrad"], group["maximize"]
+        decoupled = group["decoupled_weight_decay"]
+        for p in params:
+            state = self._state(p, amsgrad)
+            g = -p.grad if maximize else p.grad
+            m, v, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+            step_t += 1
+            if wd != 0:
+                if decoupled:
+                    p.mul_(1 - lr * wd)
+                else:
+                    g = g.add(p, alpha=wd)
+            m.lerp_(g, 1 - beta1)
+            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            step = step_t.item()
+            step_size = lr / (1 - beta1**step)
+            bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+            if amsgrad:
+                v = maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
+            denom = (v.sqrt() / bias_correction2_sqrt).add_(eps)
+            p.addcdiv_(m, denom, value=-step_size)
+
+
+class AdamW(Adam):
+    """AdamW (``torch.optim.AdamW``): Adam with decoupled weight decay (default 1e-2).
+
+    Args:
+        params, lr, betas, eps, amsgrad, maximize: as :class:`Adam`.
+        weight_decay: decoupled weight-decay coefficient (default 1e-2).
+
+    Example:
+        >>> import ember
+        >>> w = ember.ones(2, requires_grad=True)
+        >>> opt = ember.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+        >>> w.grad = ember.zeros(2); opt.step(); w
+        tensor([0.9500, 0.9500], requires_grad=True)
+    """
+
+    def __init__(self, params: Iterable, lr: float | Tensor = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True
