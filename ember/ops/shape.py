@@ -750,9 +750,10 @@ def _keep_indices(op) -> None:
     """Let ``op``'s derivative rule read its ``indices`` output as ``ctx.indices``.
 
     NOTE [Saving the indices output]
-    The Autograd kernel saves inputs and the first output only. The gradient of sort, topk and
-    kthvalue flows back through the *indices* output, so this wrapper saves that output on the
-    node a call just recorded (version-checked and freed with the graph like any saved tensor)
+    The gradient of sort, topk and kthvalue flows back through the *indices* output alone.
+    ``save=("result",)`` would keep every output (the values too, and the indices with the
+    node re-attached as their history), so this wrapper saves just the indices on the node a
+    call just recorded (version-checked and freed with the graph like any saved tensor)
     instead of recomputing it from a saved input. A node made by an earlier call already holds
     its indices, so an ``out=`` tensor that carries old history is left alone.
     """
@@ -765,6 +766,7 @@ def _keep_indices(op) -> None:
         return out
 
     op.register(AliasKey.Autograd, kernel, with_keyset=True)
+    op.derivative.saves_anything = True  # free the indices after backward; refuse a second
 
 
 def _select_backward(ctx, grad: Tensor, dim: int, unsqueeze_dim: bool = False) -> Tensor:

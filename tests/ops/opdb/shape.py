@@ -208,9 +208,9 @@ _add(
     OpInfo("cat", lambda lib, ts, *a, **k: lib.cat(ts, *a, **k), _cat_samples, dtypes=ALL,
            errors=_cat_errors),
     OpInfo("concat", lambda lib, ts, *a, **k: lib.concat(ts, *a, **k), _cat_samples,
-           dtypes=("float32", "int64")),
+           dtypes=("float64", "float32", "int64")),
     OpInfo("concatenate", lambda lib, ts, d=0, **k: lib.concatenate(ts, axis=d, **k),
-           _cat_samples, dtypes=("float32", "bool")),
+           _cat_samples, dtypes=("float64", "float32", "bool")),
     OpInfo("stack", lambda lib, ts, *d: lib.stack(ts, *d), _stack_samples, dtypes=ALL,
            errors=_stack_errors),
     OpInfo("stack_out", lambda lib, ts, d, out: lib.stack(ts, d, out=out),
@@ -230,7 +230,7 @@ for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
                 lambda dt: [SampleInput((make((), dt), make((3,), dt), make((2, 3), dt),
                                          make((2, 3, 4), dt, layout="permuted")), {}, "varargs"),
                             SampleInput(([make((), dt), make((3,), dt)],), {}, "list")],
-                dtypes=("float32", "bool"), check_stride=True))
+                dtypes=("float64", "float32", "bool"), check_stride=True))
 
 BCAST = [[(3, 1), (4,)], [(2, 1, 3), (5, 1), ()], [(0, 3), (1, 3)], [(3,)], [(1,), (1, 1, 1)]]
 
@@ -286,7 +286,7 @@ _add(
            dtypes=ALL, check_stride=True, errors=_meshgrid_errors),
     OpInfo("meshgrid_default_indexing", _meshgrid_default,
            lambda dt: [SampleInput((make((3,), dt), make((2,), dt)), {}, "ij")],
-           dtypes=("float32",), check_stride=True),
+           dtypes=("float64", "float32"), check_stride=True),
 )
 
 
@@ -340,7 +340,7 @@ _add(
     OpInfo("flip", lambda lib, x, d: lib.flip(x, d), _flip_samples, dtypes=ALL,
            errors=_flip_errors),
     OpInfo("flip_method_varargs", lambda lib, x, *d: x.flip(*d),
-           _with_args([(2, 3, 4)], [(0,), (0, 2), (-1, 1)]), dtypes=("float32", "int8")),
+           _with_args([(2, 3, 4)], [(0,), (0, 2), (-1, 1)]), dtypes=("float64", "float32", "int8")),
     OpInfo("fliplr", lambda lib, x: lib.fliplr(x), unary_samples, dtypes=ALL),
     OpInfo("flipud", lambda lib, x: lib.flipud(x), unary_samples, dtypes=ALL),
     OpInfo("roll", lambda lib, x, s, d: lib.roll(x, s, d),
@@ -354,13 +354,13 @@ _add(
            dtypes=ALL, errors=_rot90_errors),
     OpInfo("rot90_strides", lambda lib, x, k, d: lib.rot90(x, k, d),
            _with_args([(3, 4), (2, 3, 4)], [(1, (0, 1)), (2, (1, 2)), (3, (-1, 0)), (0, (0, 1))],
-                      layouts=("contiguous",)), dtypes=("float32",), check_stride=True),
+                      layouts=("contiguous",)), dtypes=("float64", "float32"), check_stride=True),
     OpInfo("repeat", lambda lib, x, r: x.repeat(*r),
            _with_args([(), (0,), (3,), (2, 3), (2, 1, 3)],
                       [((2, 1, 1),), ((1, 1, 1, 2),), ((3, 0, 2),), ((2, 2, 2, 1, 1),)]),
            dtypes=ALL, errors=_repeat_errors),
     OpInfo("repeat_exact_dims", lambda lib, x, r: x.repeat(r),
-           _with_args([(2, 3)], [((2, 3),), ((1, 1),)]), dtypes=("float32",)),
+           _with_args([(2, 3)], [((2, 3),), ((1, 1),)]), dtypes=("float64", "float32")),
     OpInfo("tile", lambda lib, x, r: lib.tile(x, r),
            _with_args([(), (3,), (2, 3), (2, 1, 3)], [((2,),), ((2, 1, 1),), ((),),
                                                       ((0, 2),)]), dtypes=ALL),
@@ -412,7 +412,7 @@ _add(
            _with_args([(), (3,), (2, 3), (2, 0, 3)], [(2, None), (0, None), (3, -1), (1, 0)]),
            dtypes=ALL, errors=_ri_errors),
     OpInfo("repeat_interleave_method", lambda lib, x, r, d: x.repeat_interleave(r, dim=d),
-           _with_args([(2, 3)], [(2, 0), (2, None)]), dtypes=("float32",)),
+           _with_args([(2, 3)], [(2, 0), (2, None)]), dtypes=("float64", "float32")),
     OpInfo("repeat_interleave_output_size",
            lambda lib, x, r, d, n: lib.repeat_interleave(x, r, d, output_size=n),
            lambda dt: [SampleInput((make((2, 3), dt), ember.tensor([1, 3]), 0, 4), {}, "t"),
@@ -526,13 +526,13 @@ _add(
            _with_args([(3, 3), (3, 4), (4, 2), (0, 3), (1, 1), (3,), (2, 2, 2)], [()]),
            dtypes=ALL),
     OpInfo("trace_method", lambda lib, x: x.trace(), _with_args([(3, 5)], [()]),
-           dtypes=("int8", "float16")),
+           dtypes=("float64", "int8", "float16")),
     OpInfo("cross", lambda lib, a, b, d: lib.cross(a, b, dim=d), _cross_samples, dtypes=ALL,
            errors=_cross_errors),
     OpInfo("cross_default_dim", _cross_default,
            lambda dt: [SampleInput((make((3, 4, 3), dt), make((3, 4, 3), dt)), {}, "first3"),
                        SampleInput((make((4, 3), dt, layout="permuted"), make((4, 3), dt)),
-                                   {}, "dim1")], dtypes=("float32", "int64")),
+                                   {}, "dim1")], dtypes=("float64", "float32", "int64")),
     OpInfo("cross_out", lambda lib, a, b, out: lib.cross(a, b, dim=1, out=out),
            lambda dt: [SampleInput((make((2, 3), dt), make((2, 3), dt), _empty(dt)), {},
                                    "resize")], dtypes=("float64",)),
@@ -581,7 +581,7 @@ _add(
     OpInfo("sort_stable", _sort_stable, _sort_samples(SORT_KW), dtypes=ALL,
            errors=_sort_errors),
     OpInfo("sort_method_stable", lambda lib, x, **kw: x.sort(stable=True, **kw),
-           _sort_samples([{"dim": 0, "descending": True}]), dtypes=("float32", "int16")),
+           _sort_samples([{"dim": 0, "descending": True}]), dtypes=("float64", "float32", "int16")),
     OpInfo("sort", _sort_selected, _sort_samples(SORT_KW), dtypes=ALL),
     OpInfo("sort_out", _sort_out,
            lambda dt: [SampleInput((_small_ints((4, 3), dt, "permuted"), _empty(dt),
@@ -667,7 +667,7 @@ _add(
     OpInfo("kthvalue", _kth_selected, _kth_samples, dtypes=ALL,
            errors=_kth_errors),
     OpInfo("sort_result_names", _names_check, lambda dt: [SampleInput((make((3, 4), dt),))],
-           dtypes=("float32",)),
+           dtypes=("float64", "float32")),
 )
 
 
