@@ -917,7 +917,7 @@ def _linalg_matrix_norm_backward(ctx, grad):
     if ord == "fro":
         return _pnorm_grad(g, A, 2.0, _restore(ctx.result, shape, dims, ctx.keepdim), dims)
     if ord in ("nuc", 2, -2):
-        am = A.movedim((d0, d1), (-2, -1))
+        am = A.movedim((d0, d1), (-2, -1)).to(g._dtype)
         gm = g.movedim((d0, d1), (-2, -1))[..., 0, 0]
         return _svd_norm_grad(gm, am, ord).movedim((-2, -1), (d0, d1))
     # 1/-1: max/min over d1 of column abs-sums over d0; inf/-inf: the same with d0, d1 swapped
