@@ -1,13 +1,26 @@
 """Storage: a contiguous block of bytes on a device, shared by every view of it.
 
 NOTE [Storage owns bytes, not elements]
-A Storage is untyped: tensors interpret its bytes through (dtype, shape, stride, offset). On
-``cpu`` the bytes live in a NumPy array (``_buf``); a fresh tensor's storage may hold that
-array typed and shaped as the tensor that asked for it, which saves a reinterpretation on
-the hot path, and ``data`` gives the flat ``uint8`` view whenever bytes are wanted. On
-``meta`` there are no bytes at all, only a size. The data pointer never changes; it is read
-from NumPy once, on first request, and kept. ``_owner`` keeps foreign memory alive (a NumPy
-array passed to ``from_numpy``, a DLPack producer).
+A Storage is untyped: tensors interpret its bytes through (dtype, shape, stride, offset). Its
+bytes are a block of the device's caching allocator (``_block``), given back when the Storage
+dies (``__del__``: reference counting returns memory at once; cycles on garbage collection).
+On ``cpu`` the bytes are also a NumPy array over the block (``_buf``); a fresh tensor's storage
+holds that array typed and shaped as the tensor that asked for it, which saves a
+reinterpretation on the hot path, and ``data`` gives the flat ``uint8`` view whenever bytes are
+wanted. On ``meta`` the block has an address and a size but no bytes. The data pointer never
+changes; for allocator blocks it is the block's address, computed arithmetically from its
+segment's.
+
+NOTE [Foreign memory]
+``Storage.wrap`` (``from_numpy``, ``from_dlpack``) shares memory ember did not allocate: it has
+no block, is not counted by ``ember.memory`` statistics (as torch does not count
+``from_numpy`` memory), and ``_owner`` keeps the producer alive.
+
+NOTE [Arrays handed to users keep the block]
+``Tensor.numpy()``, ``__array__`` and DLPack export build their arrays over a ``_Exported``
+object that holds the Storage, so an array that outlives every tensor keeps its block allocated
+and the allocator never hands that memory to anyone else. Kernels' internal views (a tensor's
+``_arr``) do not need this: the tensor holds the storage.
 """
 
 from __future__ import annotations
@@ -15,32 +28,65 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core.device import CPU, META, Device
+from ember.memory.allocator import CPU_ALLOCATOR, allocator_for
 
-__all__ = ["Storage", "UntypedStorage"]
+__all__ = ["Storage", "UntypedStorage", "new_cpu_array", "export_array"]
+
+_new = object.__new__
+_EMPTY = np.empty(0, np.uint8)
+_EMPTY.flags.writeable = False
 
 
 class Storage:
-    """Untyped bytes on a device (``torch.UntypedStorage``).
+    """Untyped bytes on a device (``torch.UntypedStorage``), from the device's allocator.
 
     Args:
-        nbytes: size in bytes.
+        nbytes: size in bytes (0 allocates nothing).
         device: where the bytes live; ``meta`` storages hold no data.
     """
 
-    __slots__ = ("_buf", "_bytes", "_nbytes", "_device", "_ptr", "_owner", "__weakref__")
+    __slots__ = ("_buf", "_bytes", "_nbytes", "_device", "_ptr", "_owner", "_block", "_alloc",
+                 "__weakref__")
 
     def __init__(self, nbytes: int, device: Device = CPU):
+        self._block = None
         self._nbytes = nbytes
         self._device = device
         self._owner = None
-        self._ptr = None
         self._bytes = None
-        self._buf = None if device is META else np.empty(nbytes, np.uint8)
+        alloc = self._alloc = allocator_for(device)
+        self._ptr = 0
+        self._buf = None if device is META else _EMPTY
+        if not nbytes:
+            return
+        block = alloc.malloc(nbytes)
+        if block is None:  # re-entered from a finalizer: memory outside the cache
+            if device is not META:
+                self._buf = np.empty(nbytes, np.uint8)
+                self._ptr = None
+            return
+        self._block = block
+        seg = block.seg
+        if seg.buf is not None:
+            start = block.ptr - seg.addr
+            self._buf = seg.buf[start:start + nbytes]
+            self._ptr = block.ptr
+
+    def __del__(self):
+        block = self._block
+        if block is not None:
+            self._block = None
+            try:
+                self._alloc.free(block)
+            except Exception:  # interpreter shutdown  # noqa: BLE001
+                pass
 
     @classmethod
     def wrap(cls, buf: np.ndarray, owner=None) -> Storage:
-        """A CPU storage over a C-contiguous NumPy array (any dtype/shape), without copying."""
-        st = object.__new__(cls)
+        """A CPU storage over foreign memory: a C-contiguous NumPy array (NOTE [Foreign memory])."""
+        st = _new(cls)
+        st._block = None
+        st._alloc = None
         st._buf = buf
         st._bytes = None
         st._nbytes = buf.nbytes
@@ -54,7 +100,7 @@ class Storage:
     @property
     def data(self) -> np.ndarray | None:
         """The bytes as a flat ``uint8`` NumPy array (None on meta)."""
-        b = self._bytes
+        b = getattr(self, "_bytes", None)
         if b is None and self._buf is not None:
             buf = self._buf
             b = self._bytes = buf if buf.dtype == np.uint8 and buf.ndim == 1 else \
@@ -91,3 +137,47 @@ class Storage:
 
 
 UntypedStorage = Storage
+
+
+def new_cpu_array(nbytes: int, shape: tuple, npdtype) -> tuple[Storage, np.ndarray]:
+    """A fresh CPU Storage of ``nbytes`` and the typed array ``shape`` over it (the hot path)."""
+    st = _new(Storage)  # ``_owner`` and ``_bytes`` stay unset (read with defaults)
+    st._block = None
+    st._nbytes = nbytes
+    st._device = CPU
+    st._alloc = CPU_ALLOCATOR
+    block = CPU_ALLOCATOR.malloc(nbytes) if nbytes else None
+    if block is None:
+        arr = np.empty(shape, npdtype)
+        st._ptr = None
+    else:
+        st._block = block
+        seg = block.seg
+        arr = np.ndarray(shape, npdtype, seg.buf, block.ptr - seg.addr)
+        st._ptr = block.ptr
+    st._buf = arr
+    return st, arr
+
+
+class _Exported:
+    """The base of an array handed to a user: holds the Storage (NOTE [Arrays handed ...])."""
+
+    __slots__ = ("storage", "__array_interface__")
+
+    def __init__(self, storage: Storage, ptr: int, nbytes: int):
+        self.storage = storage
+        self.__array_interface__ = {"data": (ptr, False), "shape": (nbytes,), "typestr": "|u1",
+                                    "version": 3}
+
+
+def export_array(storage: Storage, shape: tuple, npdtype, offset: int,
+                 strides: tuple) -> np.ndarray | None:
+    """A NumPy array over ``storage`` that keeps it alive (byte ``offset`` and ``strides``).
+
+    Returns None for storages without an allocator block (foreign or empty memory): their
+    arrays' base chains already keep the memory alive.
+    """
+    if storage._block is None:
+        return None
+    raw = np.asarray(_Exported(storage, storage._ptr, storage._nbytes))
+    return np.ndarray(shape, npdtype, raw, offset, strides)

@@ -193,14 +193,14 @@ def to_dlpack(tensor, **kwargs):
     Raises:
         RuntimeError: the tensor requires grad, or lives on a device without data (meta).
     """
-    from ember.tensor.tensor import numpy_view
+    from ember.tensor.tensor import user_array
     if tensor._requires_grad:
         raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
     if tensor._device.type != "cpu":
         raise RuntimeError(f"to_dlpack: only cpu tensors can be exported; got a "
                            f"{tensor._device.type} tensor")
     kwargs.pop("stream", None)
-    arr = numpy_view(tensor)
+    arr = user_array(tensor)  # its base holds the storage: the block outlives the capsule's use
     if tensor._dtype is not dt.bfloat16:
         return arr.__dlpack__(**kwargs)
     capsule = arr.view(np.uint16).__dlpack__(**kwargs)

@@ -22,7 +22,7 @@ from ember.core.device import CPU, META, Device
 from ember.core.layout import contiguous_strides, is_contiguous, numel, storage_extent
 from ember.dispatch import dispatcher as _dispatcher
 from ember.dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, INFERENCE_TENSOR_KEYS, TENSOR_KEYS
-from ember.memory.storage import Storage
+from ember.memory.storage import Storage, export_array, new_cpu_array
 
 __all__ = ["Tensor", "Size", "VersionCounter", "make_tensor", "empty_tensor", "make_view",
            "from_numpy", "numpy_view"]
@@ -242,10 +242,10 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        return numpy_view(self)
+        return user_array(self)
 
     def __array__(self, dtype=None, copy=None):
-        arr = numpy_view(self)
+        arr = user_array(self)
         return arr if dtype is None else arr.astype(dtype)
 
     def item(self):
@@ -372,10 +372,12 @@ def empty_tensor(shape: tuple, dtype: dt.DType, device: Device = CPU,
     """A new tensor with fresh storage (contiguous unless ``stride`` is given)."""
     if stride is None:
         if device is CPU:
-            # Hot path: the storage holds the tensor's own typed array, ready for kernels.
-            buf = np.empty(shape, dtype.np)
-            t = make_tensor(Storage.wrap(buf), shape, contiguous_strides(shape), 0, dtype,
-                            CPU)
+            # Hot path: a block from the caching allocator, typed as the tensor's own array.
+            n = dtype.itemsize
+            for d in shape:
+                n *= d
+            st, buf = new_cpu_array(n, shape, dtype.np)
+            t = make_tensor(st, shape, contiguous_strides(shape), 0, dtype, CPU)
             t._arr = buf
             return t
         stride = contiguous_strides(shape)
@@ -409,8 +411,25 @@ def numpy_view(t: Tensor) -> np.ndarray:
     return arr
 
 
+def user_array(t: Tensor) -> np.ndarray:
+    """A NumPy array over ``t``'s memory for a user: it keeps the storage's block allocated.
+
+    See NOTE [Arrays handed to users keep the block] in ember/memory/storage.py.
+    """
+    if t._device is CPU and numel(t._shape):
+        item = t._dtype.itemsize
+        arr = export_array(t._storage, t._shape, t._dtype.np, t._offset * item,
+                           tuple(s * item for s in t._stride))
+        if arr is not None:
+            return arr
+    return numpy_view(t)
+
+
 def from_numpy(arr: np.ndarray) -> Tensor:
     """A tensor sharing ``arr``'s memory (``torch.from_numpy``); writes show up on both sides.
+
+    The memory stays NumPy's: it is not counted by ``ember.memory`` statistics (NOTE [Foreign
+    memory] in ember/memory/storage.py).
 
     Raises:
         TypeError: the dtype has no ember equivalent.
