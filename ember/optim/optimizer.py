@@ -61,7 +61,10 @@ def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
 
 
 def _typename(obj: Any) -> str:
-    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+    cls = type(obj)
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _hooked_step(step: Callable) -> Callable:
@@ -167,11 +170,11 @@ class Optimizer:
                             st[key] = _step_as_tensor(st[key])
 
     def __repr__(self) -> str:
-        lines = [type(self).__name__ + " ("]
+        text = type(self).__name__ + " ("
         for i, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
-            lines.extend(f"    {k}: {group[k]}" for k in sorted(group) if k != "params")
-        return "\n".join(lines) + "\n)"
+            text += f"\nParameter Group {i}\n"
+            text += "".join(f"    {k}: {group[k]}\n" for k in sorted(group) if k != "params")
+        return text + ")"
 
     # -- parameter groups ----------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
