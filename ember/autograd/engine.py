@@ -211,15 +211,19 @@ def _call_tensor_pre_hooks(node: Node, grads: list) -> list:
     return grads
 
 
-def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_grads) -> None:
+def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_grads,
+                taken: set) -> None:
     var = node.variable
     if grad is None:
         return
     if var.grad is None:
+        # A gradient tensor may be adopted as ``.grad`` once: a node can hand the same tensor
+        # to several inputs (add does), and leaves must not share their .grad memory.
+        owned = id(grad) not in taken and not any(grad is r for r in root_grads)
+        taken.add(id(grad))
         if create_graph:
-            var.grad = grad if not any(grad is r for r in root_grads) else grad.clone()
-        elif (grad._base is None and grad.is_contiguous() and grad.grad_fn is None
-              and not any(grad is r for r in root_grads)):
+            var.grad = grad if owned else grad.clone()
+        elif owned and grad._base is None and grad.is_contiguous() and grad.grad_fn is None:
             var.grad = grad.detach()
         else:
             var.grad = grad.detach().clone(memory_format="contiguous_format")
@@ -261,6 +265,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     captured = [None] * len(inputs)
 
     deps = _dependencies(root)
+    taken: set = set()
     buffers: dict = {}
     ready: list = []
     _feed(root, root.apply(()), buffers, deps, ready, needed)
@@ -285,7 +290,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
                 continue
             if isinstance(node, AccumulateGrad):
                 if not capture:
-                    _accumulate(node, in_grads[0], create_graph, root_grads)
+                    _accumulate(node, in_grads[0], create_graph, root_grads, taken)
                 continue
             _run_node(node, in_grads, retain_graph, buffers, deps, ready, needed)
         callbacks = _engine.callbacks

@@ -285,8 +285,6 @@ def test_cumprod_with_zeros_matches_torch(row):
         np.testing.assert_allclose(_np(ge), gt.numpy(), rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="the CPU kernel (ember/backends/cpu/reduction.py) raises "
-                   "a plain RuntimeError where torch raises torch.linalg.LinAlgError")
 def test_svd_norm_forward_raises_linalg_error():
     from ember.ops.linalg import LinAlgError
     with pytest.raises(LinAlgError):

@@ -1,5 +1,12 @@
 """The CPU backend: NumPy kernels, registered into the dispatcher on import."""
 
 from ember.backends.cpu import (  # noqa: F401
-    copy, creation, linalg, pointwise, random, reduction, scatter_gather, shape,
+    copy,
+    creation,
+    linalg,
+    pointwise,
+    random,
+    reduction,
+    scatter_gather,
+    shape,
 )

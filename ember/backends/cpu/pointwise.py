@@ -39,7 +39,11 @@ def _np(x, comp: dt.DType):
     when ``comp`` is a half type), as torch's TensorIterator does before its opmath.
     """
     c = compute_dtype(comp)
-    a = arr(x) if isinstance(x, Tensor) else np.asarray(x)
+    if not isinstance(x, Tensor):
+        # Python scalars enter as opmath values, never rounded to half first (torch)
+        a = np.asarray(x)
+        return a.astype(c) if a.dtype != c else a
+    a = arr(x)
     if a.dtype != comp.np:
         a = a.astype(comp.np)
     return a if a.dtype == c else a.astype(c)

@@ -25,6 +25,7 @@ from ember.backends.cpu._util import (
 from ember.core import dtype as dt
 from ember.core.layout import numel
 from ember.ops import reduction as red
+from ember.ops.linalg import LinAlgError
 from ember.tensor import Tensor
 
 _I64 = np.dtype(np.int64)
@@ -348,7 +349,7 @@ def _matrix_norm(a: np.ndarray, ord) -> np.ndarray:
         return np.sqrt(np.sum(a * a, axis=(-2, -1)))
     if ord in ("nuc", 2, -2):
         if not np.isfinite(a).all():
-            raise RuntimeError("linalg.svd: The algorithm failed to converge because the input "
+            raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
                                "matrix contained non-finite values.")
         s = np.linalg.svd(a, compute_uv=False)
         return np.sum(s, axis=-1) if ord == "nuc" else (s.max(-1) if ord == 2 else s.min(-1))
