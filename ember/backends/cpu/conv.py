@@ -17,8 +17,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
 import ember.ops.conv as cv
+from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
 from ember.tensor import Tensor
 
 
@@ -388,14 +388,16 @@ def _adaptive_max_pool2d(input, output_size):
 # -- padding ----------------------------------------------------------------------------------
 def _pad_index(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
     """Source index of every output position along one padded dim."""
+    if mode == "circular":  # torch crops negative pads first, then wraps within the rest
+        c0 = max(-lo, 0)
+        m = n - c0 - max(-hi, 0)
+        return np.arange(-max(lo, 0), m + max(hi, 0)) % m + c0
     i = np.arange(-lo, n + hi)
     if mode == "reflect":
         i = np.abs(i)
         return np.where(i >= n, 2 * (n - 1) - i, i)
     if mode == "replicate":
         return np.clip(i, 0, n - 1)
-    if mode == "circular":
-        return i % n
     return i  # constant: out-of-range positions are padding
 
 
