@@ -47,9 +47,9 @@ def save(obj, f) -> None:
         pickle.PicklingError: ``obj`` holds something that cannot be pickled.
 
     Example:
-        >>> import ember, io
-        >>> buf = io.BytesIO(); ember.save({"w": ember.ones(2)}, buf); _ = buf.seek(0)
-        >>> ember.load(buf)["w"]
+        >>> import ember, io, ember.serialization as es
+        >>> buf = io.BytesIO(); es.save({"w": ember.ones(2)}, buf); _ = buf.seek(0)
+        >>> es.load(buf)["w"]
         tensor([1., 1.])
     """
     _save_file(obj, f)
@@ -82,9 +82,9 @@ def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
         RuntimeError: ``mmap=True`` on a legacy-format file; a CUDA location without mapping.
 
     Example:
-        >>> import ember, io
-        >>> buf = io.BytesIO(); ember.save([ember.arange(3)], buf); _ = buf.seek(0)
-        >>> ember.load(buf, map_location="cpu")
+        >>> import ember, io, ember.serialization as es
+        >>> buf = io.BytesIO(); es.save([ember.arange(3)], buf); _ = buf.seek(0)
+        >>> es.load(buf, map_location="cpu")
         [tensor([0, 1, 2])]
     """
     if not isinstance(weights_only, bool):

@@ -254,7 +254,7 @@ def _read_legacy_record(src: Source, key: str, pending, swap: bool) -> None:
         raise CheckpointError(f"load: legacy storage {key!r} holds {count} elements; expected "
                               f"{numel}")
     data = src.read(numel * item)
-    if storage.device is META:
+    if storage.device is META or not data:
         return
     storage.data[:] = np.frombuffer(data, np.uint8)
     if swap and item > 1:

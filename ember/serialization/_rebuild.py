@@ -10,6 +10,7 @@ runs.
 
 from __future__ import annotations
 
+import _compat_pickle
 import codecs
 from collections import Counter, OrderedDict
 
@@ -284,12 +285,13 @@ _BLOCKED_BUILTINS = {"eval", "exec", "compile", "__import__", "getattr", "setatt
                      "open", "input", "breakpoint", "globals", "locals", "vars", "exit", "quit",
                      "help", "memoryview", "type", "object", "super", "classmethod",
                      "staticmethod", "property"}
-_COMPAT_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
 
 
 def normalize(module: str, name: str) -> tuple[str, str]:
-    """Python 2 module names as pickle's ``fix_imports`` maps them."""
-    return _COMPAT_MODULES.get(module, module), name
+    """Python 2 names (``__builtin__.set``) as pickle's ``fix_imports`` maps them."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
 
 
 def blocked_reason(module: str, name: str) -> str | None:

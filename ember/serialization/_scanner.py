@@ -212,8 +212,8 @@ def scan(path) -> ScanResult:
         refuses, and ``safe``.
 
     Example:
-        >>> import io, ember, ember.serialization as es, tempfile, os
-        >>> p = os.path.join(tempfile.mkdtemp(), "w.pt"); ember.save({"w": ember.ones(2)}, p)
+        >>> import ember, ember.serialization as es, tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "w.pt"); es.save({"w": ember.ones(2)}, p)
         >>> es.scan(p).safe
         True
     """

@@ -61,8 +61,12 @@ class Source:
         return line[:-1]
 
 
-class _Mark:
-    pass
+class _Passthrough(Exception):
+    """Carries an error from user code (a ``map_location`` callable) past the wrapping."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(error)
+        self.error = error
 
 
 def _err(msg: str) -> UnpicklingError:
@@ -98,6 +102,8 @@ class WeightsUnpickler:
                 handler(self)
         except (UnpicklingError, CheckpointError):
             raise
+        except _Passthrough as p:
+            raise p.error from None
         except RecursionError:
             raise _err("the pickle nests too deeply") from None
         except (IndexError, KeyError, TypeError, ValueError, AttributeError, OverflowError,
@@ -170,8 +176,11 @@ def _build(u: WeightsUnpickler) -> None:
     if cls in (Tensor, Parameter):
         apply_tensor_state(inst, state)
     elif cls in (OrderedDict, Counter):
-        if state not in (None, {}):
-            raise _err(f"refused state for {cls.__name__}")
+        # e.g. a state_dict's ``_metadata``: plain instance attributes.
+        if state is not None:
+            if not isinstance(state, dict) or any(type(k) is not str for k in state):
+                raise _err(f"refused state for {cls.__name__}")
+            inst.__dict__.update(state)
     elif any(cls is v for v in user_allowed_globals().values()):
         _set_state(inst, state)
     else:
@@ -289,7 +298,13 @@ def _binpersid(u: WeightsUnpickler) -> None:
     if not isinstance(pid, tuple) or not pid or pid[0] != "storage":
         raise _err("Only persistent_load of storage is allowed, but got "
                    f"{pid[0] if isinstance(pid, tuple) and pid else type(pid).__name__!r}")
-    u.stack.append(u._persistent_load(pid))
+    try:
+        storage = u._persistent_load(pid)
+    except (UnpicklingError, CheckpointError):
+        raise
+    except Exception as e:
+        raise _Passthrough(e) from e
+    u.stack.append(storage)
 
 
 def _get(fmt: str):
@@ -350,8 +365,8 @@ class UnsafeUnpickler(pickle.Unpickler):
         return self._pload(pid)
 
     def find_class(self, module, name):
-        module, name = normalize(module, name)
-        full = f"{module}.{name}"
+        fixed_module, fixed_name = normalize(module, name)
+        full = f"{fixed_module}.{fixed_name}"
         if full in DEFAULT_GLOBALS or full.startswith("torch."):
-            return resolve_global(module, name)
+            return resolve_global(fixed_module, fixed_name)
         return super().find_class(module, name)
