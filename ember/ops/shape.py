@@ -8,6 +8,9 @@ Ops whose output shape depends on the *values* of a tensor (``unique``, ``unique
 tensors, while their CPU kernels validate with the same helpers and compute the shape from data.
 Joining ops that take a tensor list get a BackendSelect guard so that an empty list raises
 PyTorch's error instead of a dispatch error. CPU kernels live in ember/backends/cpu/shape.py.
+Derivative rules follow their ops (composites such as stack, rot90 and tile differentiate through
+their parts); ops with integer outputs need none, ``histc`` records nothing, and the ``unique``
+family and weighted ``bincount`` keep the fallback node whose backward raises, as torch's do.
 
 This file is over 800 lines on purpose: it is one family of about forty operators whose rules
 are short and independent; splitting it would scatter the family's shared validation helpers.
@@ -151,6 +154,7 @@ def cat(tensors, dim: int = 0, *, out=None):
 
 
 _guard_list(cat, lambda: _EmptyListError("torch.cat(): expected a non-empty list of Tensors"))
+concat = cat
 
 
 def _list_shapes(ctx) -> list[tuple[int, ...]]:
@@ -174,7 +178,6 @@ def _cat_backward(ctx, grad):
         grads.append(grad.narrow(d, start, shape[d]))
         start += shape[d]
     return [grads]
-concat = cat
 
 
 def concatenate(tensors, axis: int = 0, out=None) -> Tensor:

@@ -364,3 +364,19 @@ def test_cat_skips_legacy_empty_inputs_in_backward():
     ga, ge, gb = ember.autograd.grad(out, (a, e, b), ember.ones(3, 3, dtype=ember.float64))
     assert ga.shape == (2, 3) and ge.shape == (0,) and gb.shape == (1, 3)
     assert out.grad_fn.name() == "CatBackward0"
+
+
+@pytest.mark.parametrize("call,saved", [
+    (lambda x: ember.sort(x, 0).values, 1), (lambda x: ember.topk(x, 2).values, 1),
+    (lambda x: ember.kthvalue(x, 1).values, 1), (lambda x: ember.cat([x, x]), 0),
+    (lambda x: x.flip(0), 0), (lambda x: x.repeat(2, 1), 0), (lambda x: ember.tril(x), 0),
+    (lambda x: ember.repeat_interleave(x, ember.tensor([1, 2]), 0), 1),
+    (lambda x: ember.cross(x, x.detach(), dim=1), 2),
+], ids=["sort", "topk", "kthvalue", "cat", "flip", "repeat", "tril", "repeat_interleave",
+        "cross"])
+def test_rules_save_only_what_they_read(call, saved):
+    """Activation memory: sort-like ops keep their indices only, not the values or the input."""
+    node = call(_leaf(2, 3)).grad_fn
+    assert len(node._saved_tensors) == saved
+    if saved == 1:  # indices, or the repeats of repeat_interleave
+        assert node._saved_tensors[0].unpack().dtype is ember.int64
