@@ -431,8 +431,11 @@ def _not_implemented_node(op, tensors) -> NotImplementedNode:
 
 
 def _not_implemented_fallback(op, ks: int, *args, **kwargs):
-    """Autograd kernel of ops without a derivative rule: backward through them raises."""
-    if not _grad.enabled:
+    """Autograd kernel of ops without a derivative rule: backward through them raises.
+
+    Factories (``linspace(t0, t1)``, ``tensor(t)``) read tensors as values: never recorded.
+    """
+    if not _grad.enabled or Tag.factory in op.tags:
         return op.lookup(ks)(*args, **kwargs)
     flat = []
     for a in list(args) + list(kwargs.values()):
