@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 
+import ember.ops.nn_ops as nn
 from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
 from ember.backends.cpu.pointwise import erfc64
 from ember.core.layout import canonical_dim
-from ember.ops import nn_ops as nn
 from ember.tensor import Tensor
 
 _F64 = np.dtype(np.float64)

@@ -1,0 +1,273 @@
+"""Neural-network operators that need a fused kernel: softmax, log_softmax and activations.
+
+Each op is declared once here: schema, Meta rule (validation with torch's messages), docstring
+and derivative rule written with ember ops (so double backward works). CPU kernels live in
+ember/backends/cpu/nn_ops.py. Everything else in ``ember.nn.functional`` (norms, losses,
+embedding, dropout, distances) is a composite of differentiable ops whose values and gradients
+match torch's, so it needs no declaration here. In-place activation variants are composites in
+``ember.nn.functional`` as well.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember.core import dtype as dt
+from ember.core.layout import canonical_dim
+from ember.ops._define import Spec, Tag, derivative, operator
+from ember.ops.pointwise import _TN, where
+from ember.tensor import Tensor
+
+__all__ = ["softmax", "log_softmax", "celu", "selu"]
+
+_P = (Tag.pointwise,)
+
+
+def _require_tensor(op: str, x) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def _require_float(op: str, d: dt.DType) -> None:
+    if not d.is_floating_point:
+        raise RuntimeError(f'"{op}" not implemented for \'{_TN[d.name]}\'')
+
+
+# -- softmax family -------------------------------------------------------------------------
+def _softmax_spec(op: str, input, dim, dtype) -> Spec:
+    _require_tensor(op, input)
+    canonical_dim(dim, input.dim())
+    out = dtype if dtype is not None else input._dtype
+    _require_float(f"{op}_lastdim_kernel_impl", out)
+    return Spec(input._shape, out)
+
+
+@operator("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
+def softmax(input, dim, dtype=None):
+    """``exp(x) / sum(exp(x))`` along ``dim``, computed max-shifted (torch.softmax).
+
+    ``dtype`` casts the input first (e.g. float16 computed and returned as float32).
+
+    Shape: output as input.
+
+    Example:
+        >>> import ember
+        >>> ember.softmax(ember.tensor([0.0, 0.0]), 0).tolist()
+        [0.5, 0.5]
+    """
+    return _softmax_spec("softmax", input, dim, dtype)
+
+
+@operator("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
+def log_softmax(input, dim, dtype=None):
+    """``x - logsumexp(x)`` along ``dim`` (torch.log_softmax), stable for large inputs.
+
+    Shape: output as input.
+
+    Example:
+        >>> import ember
+        >>> round(ember.log_softmax(ember.tensor([0.0, 0.0]), 0)[0].item(), 4)
+        -0.6931
+    """
+    return _softmax_spec("log_softmax", input, dim, dtype)
+
+
+def _dim_of(ctx) -> int:
+    return canonical_dim(ctx.dim, len(ctx.shape_of("input")))
+
+
+@derivative(softmax, save=("result",))
+def _softmax_backward(ctx, grad):
+    y = ctx.result
+    d = _dim_of(ctx)
+    g = y * (grad - (grad * y).sum(d, keepdim=True))
+    return g.to(ctx.dtype_of("input"))
+
+
+@derivative(log_softmax, save=("result",))
+def _log_softmax_backward(ctx, grad):
+    y = ctx.result
+    d = _dim_of(ctx)
+    g = grad - y.exp() * grad.sum(d, keepdim=True)
+    return g.to(ctx.dtype_of("input"))
+
+
+# -- activations ------------------------------------------------------------------------------
+def _act_spec(op: str, input) -> Spec:
+    _require_tensor(op, input)
+    _require_float(op, input._dtype)
+    return Spec(input._shape, input._dtype)
+
+
+_GELU_MODES = ("none", "tanh")
+
+
+@operator("gelu(Tensor self, *, str approximate='none') -> Tensor", _P, method=False)
+def gelu(input, *, approximate="none"):
+    """Gaussian error linear unit ``x * Phi(x)``; ``approximate='tanh'`` uses torch's tanh form.
+
+    Example:
+        >>> import ember
+        >>> from ember.ops.nn_ops import gelu
+        >>> round(gelu(ember.tensor([1.0])).item(), 4)
+        0.8413
+    """
+    if approximate not in _GELU_MODES:
+        raise RuntimeError(f"approximate argument must be either none or tanh.; got "
+                           f"{approximate!r}")
+    return _act_spec("gelu", input)
+
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_BETA = math.sqrt(2.0 / math.pi)
+_GELU_KAPPA = 0.044715
+
+
+@derivative(gelu, save=("input",))
+def _gelu_backward(ctx, grad):
+    x = ctx.input
+    if ctx.approximate == "tanh":
+        x_sq = x * x
+        inner = (x + x_sq * x * _GELU_KAPPA) * _GELU_BETA
+        t = inner.tanh()
+        left = (t + 1) * 0.5
+        right = x * 0.5 * (1 - t * t) * ((x_sq * (3 * _GELU_KAPPA) + 1) * _GELU_BETA)
+        return grad * (left + right)
+    cdf = ((x * _SQRT_HALF).erf() + 1) * 0.5
+    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+    return grad * (cdf + x * pdf)
+
+
+@operator("silu(Tensor self) -> Tensor", _P, method=False)
+def silu(input):
+    """Sigmoid linear unit ``x * sigmoid(x)`` (swish)."""
+    return _act_spec("silu", input)
+
+
+@derivative(silu, save=("input",))
+def _silu_backward(ctx, grad):
+    x = ctx.input
+    s = x.sigmoid()
+    return grad * s * (1 + x * (1 - s))
+
+
+@operator("mish(Tensor self) -> Tensor", _P, method=False)
+def mish(input):
+    """``x * tanh(softplus(x))``."""
+    return _act_spec("mish", input)
+
+
+@derivative(mish, save=("input",))
+def _mish_backward(ctx, grad):
+    x = ctx.input
+    s = x.sigmoid()
+    t = softplus(x).tanh()
+    return grad * (t + x * s * (1 - t * t))
+
+
+@operator("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", _P,
+          method=False)
+def softplus(input, beta=1, threshold=20):
+    """``log(1 + exp(beta * x)) / beta``; linear where ``beta * x > threshold``."""
+    return _act_spec("softplus", input)
+
+
+@derivative(softplus, save=("input",))
+def _softplus_backward(ctx, grad):
+    bx = ctx.input * ctx.beta
+    return where(bx > ctx.threshold, grad, grad * bx.sigmoid())
+
+
+@operator("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor",
+          _P, method=False)
+def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
+    """``scale * x`` for ``x > 0``, else ``scale * alpha * (exp(input_scale * x) - 1)``."""
+    return _act_spec("elu", input)
+
+
+@derivative(elu, save=("input",))
+def _elu_backward(ctx, grad):
+    x = ctx.input
+    neg = (x * ctx.input_scale).exp() * (ctx.input_scale * ctx.alpha * ctx.scale)
+    return where(x > 0, grad * ctx.scale, grad * neg)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor) -> Tensor:
+    """Scaled ELU with torch's constants (alpha 1.6733, scale 1.0507)."""
+    return elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
+
+
+def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return elu(input, alpha, 1.0, 1.0 / alpha)
+
+
+@operator("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", _P, method=False)
+def leaky_relu(input, negative_slope=0.01):
+    """``x`` for ``x > 0``, else ``negative_slope * x``."""
+    return _act_spec("leaky_relu", input)
+
+
+@derivative(leaky_relu, save=("input",))
+def _leaky_relu_backward(ctx, grad):
+    return where(ctx.input > 0, grad, grad * ctx.negative_slope)
+
+
+@operator("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", _P,
+          method=False)
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    """``clamp(x, min_val, max_val)`` with zero gradient outside the open interval."""
+    _require_tensor("hardtanh", input)
+    if input._dtype is dt.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    return Spec(input._shape, input._dtype)
+
+
+@derivative(hardtanh, save=("input",))
+def _hardtanh_backward(ctx, grad):
+    x = ctx.input
+    return where((x <= ctx.min_val) | (x >= ctx.max_val), 0.0, grad)
+
+
+@operator("hardswish(Tensor self) -> Tensor", _P, method=False)
+def hardswish(input):
+    """``x * relu6(x + 3) / 6``."""
+    return _act_spec("hardswish", input)
+
+
+@derivative(hardswish, save=("input",))
+def _hardswish_backward(ctx, grad):
+    x = ctx.input
+    mid = grad * (x / 3 + 0.5)
+    return where(x < -3, 0.0, where(x <= 3, mid, grad))
+
+
+@operator("hardsigmoid(Tensor self) -> Tensor", _P, method=False)
+def hardsigmoid(input):
+    """``relu6(x + 3) / 6``."""
+    return _act_spec("hardsigmoid", input)
+
+
+@derivative(hardsigmoid, save=("input",))
+def _hardsigmoid_backward(ctx, grad):
+    x = ctx.input
+    return where((x > -3) & (x < 3), grad / 6, 0.0)
+
+
+@operator("log_sigmoid(Tensor self) -> Tensor", _P, method=False)
+def log_sigmoid(input):
+    """``log(sigmoid(x)) = -softplus(-x)``, stable for large ``|x|``."""
+    return _act_spec("log_sigmoid_forward", input)
+
+
+@derivative(log_sigmoid, save=("input",))
+def _log_sigmoid_backward(ctx, grad):
+    return grad * (-ctx.input).sigmoid()
