@@ -99,12 +99,14 @@ class _Ctx:
         return value
 
     def shape_of(self, name: str):
-        """Shape of tensor argument ``name`` at record time (saved or not)."""
-        return self._node._meta_of[name][0]
+        """Shape of tensor argument ``name`` at record time (a list for a tensor list)."""
+        meta = self._node._meta_of[name]
+        return [m[0] for m in meta] if isinstance(meta, list) else meta[0]
 
     def dtype_of(self, name: str):
-        """dtype of tensor argument ``name`` at record time (saved or not)."""
-        return self._node._meta_of[name][1]
+        """dtype of tensor argument ``name`` at record time (a list for a tensor list)."""
+        meta = self._node._meta_of[name]
+        return [m[1] for m in meta] if isinstance(meta, list) else meta[1]
 
     @property
     def needs_input_grad(self) -> tuple:
@@ -233,7 +235,8 @@ def register_derivative(op, rule: Callable, *, save=(), signature: Callable | No
     Args:
         op: the Operator.
         rule: ``rule(ctx, *grads)`` returning one gradient per tensor input.
-        save: names of tensor arguments (and/or ``"result"``) the rule reads.
+        save: names of tensor arguments the rule reads, and ``"result"`` (every output) or
+            ``"result<i>"`` (output ``i`` only, e.g. ``"result1"`` for returned indices).
         signature: a function with the op's Python signature (default: its Meta rule or
             view geometry).
         name: the Node class name (default ``<Op>Backward0``).
@@ -247,8 +250,11 @@ def register_derivative(op, rule: Callable, *, save=(), signature: Callable | No
         "__slots__": (), "rule": staticmethod(rule), "op": op,
         "saves_anything": bool(save)})
     op.derivative = cls
-    op._autograd = (cls, _binder(sig), params, tuple(s for s in save if s != "result"),
-                    "result" in save, Tag.inplace in op.tags, Tag.view in op.tags)
+    results = tuple(s for s in save if s.startswith("result"))
+    which = None if "result" in results or not results else \
+        frozenset(int(s[len("result"):]) for s in results)
+    op._autograd = (cls, _binder(sig), params, tuple(s for s in save if s not in results),
+                    bool(results), Tag.inplace in op.tags, Tag.view in op.tags, which)
     op.register(AliasKey.Autograd, autograd_kernel, with_keyset=True)
     return cls
 
@@ -292,7 +298,7 @@ def _mark_no_grad_view(args, out) -> None:
 
 
 def _record(op, ks: int, args, kwargs):
-    cls, bind, params, saves, save_result, inplace, is_view = op._autograd
+    cls, bind, params, saves, save_result, inplace, is_view, which = op._autograd
     bound = bind(args, kwargs)
     if bound.get("out") is not None:
         raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
@@ -306,6 +312,7 @@ def _record(op, ks: int, args, kwargs):
             for t in v:
                 edges.append(gradient_edge(t) or (None, 0))
                 metas.append((t._shape, t._dtype))
+            meta_of[name] = metas[-len(v):] if v else []
         else:
             structure.append(None)
             edges.append(gradient_edge(v) or (None, 0))
@@ -347,7 +354,8 @@ def _record(op, ks: int, args, kwargs):
         # one SavedTensor per output for multi-output ops (``ctx.result`` is then a tuple)
         node._result = SavedTensor(outs[0], node, is_output=True) if len(outs) == 1 else tuple(
             SavedTensor(o, node, is_output=o._dtype.is_floating_point)
-            if isinstance(o, Tensor) else None for o in outs)
+            if isinstance(o, Tensor) and (which is None or i in which) else None
+            for i, o in enumerate(outs))
     return out
 
 
