@@ -285,6 +285,12 @@ class CachingAllocator:
         self.max_split = config.max_split_size
         self.max_nsr = config.max_non_split_rounding
         self.divisions = config.divisions
+        if hasattr(self, "segments"):  # oversize counts follow the new max_split_size
+            blocks = [b for s in self.segments.values() for b in _blocks(s)]
+            self.oa[0] = sum(1 for b in blocks if b.allocated and b.size >= self.max_split)
+            self.os[0] = sum(1 for s in self.segments.values() if s.size >= self.max_split)
+            for o in (self.oa, self.os):
+                o[1] = max(o[1], o[0])
 
     def set_limit(self, nbytes: int | None) -> None:
         """Cap reserved memory at ``nbytes`` (None: back to the device capacity)."""
@@ -782,6 +788,13 @@ class CachingAllocator:
                 assert (c.rb, c.sc, c.ab, c.ac, c.rq, c.ib, c.ic) == tuple(t), "counters"
                 for key in ("ab", "ac", "rq", "rb", "sc", "ib", "ic"):
                     assert getattr(c, key + "_pk") >= getattr(c, key) >= 0, "peak"
+
+
+def _blocks(seg: Segment):
+    b = seg.head
+    while b is not None:
+        yield b
+        b = b.next
 
 
 _MEMORY_DIR = os.path.dirname(os.path.abspath(__file__))
