@@ -102,16 +102,18 @@ class ScanResult:
         return "\n".join(lines)
 
 
-def _status(module: str, name: str) -> str:
+def _ref(module: str, name: str, pos: int, opcode: str) -> GlobalRef:
     module, name = normalize(module, name)
     full = f"{module}.{name}"
     if blocked_reason(module, name):
-        return "blocked"
-    if is_default_allowed(full):
-        return "allowed"
-    if full in user_allowed_globals():
-        return "allowed (user)"
-    return "refused"
+        status = "blocked"
+    elif is_default_allowed(full):
+        status = "allowed"
+    elif full in user_allowed_globals():
+        status = "allowed (user)"
+    else:
+        status = "refused"
+    return GlobalRef(full, pos, opcode, status)
 
 
 class _Bounded(io.RawIOBase):
@@ -162,12 +164,12 @@ def _scan_pickle(record: str, reader: _Bounded) -> PickleScan:
 def _track(out: PickleScan, name: str, arg, pos: int, recent: list, memo: dict) -> None:
     if name in ("GLOBAL", "INST"):
         module, _, attr = str(arg).partition(" ")
-        out.globals.append(GlobalRef(f"{module}.{attr}", pos, name, _status(module, attr)))
+        out.globals.append(_ref(module, attr, pos, name))
         recent.append(None)
     elif name == "STACK_GLOBAL":
         module, attr = (recent[-2], recent[-1]) if len(recent) >= 2 else (None, None)
         if isinstance(module, str) and isinstance(attr, str):
-            out.globals.append(GlobalRef(f"{module}.{attr}", pos, name, _status(module, attr)))
+            out.globals.append(_ref(module, attr, pos, name))
         else:
             out.globals.append(GlobalRef("<computed>", pos, name, "computed"))
         recent.append(None)

@@ -13,6 +13,7 @@ is checked against the bytes that remain, nothing recurses, and any malformed st
 from __future__ import annotations
 
 import pickle
+import pickletools
 import struct
 from collections import Counter, OrderedDict
 
@@ -69,6 +70,14 @@ class _Passthrough(Exception):
         self.error = error
 
 
+def _unsupported(op: bytes) -> str:
+    if not op:
+        return "pickle data was truncated (no STOP opcode)"
+    known = _OPNAMES.get(op[0])
+    return f"Unsupported operand {op[0]}" + (f" ({known})" if known else "") + \
+        "; the weights-only unpickler reads PyTorch's protocol-2 subset only"
+
+
 def _err(msg: str) -> UnpicklingError:
     return UnpicklingError(f"Weights only load failed: {msg}")
 
@@ -96,7 +105,7 @@ class WeightsUnpickler:
                 op = read(1)
                 handler = handlers.get(op)
                 if handler is None:
-                    raise _err(f"Unsupported operand {op[0] if op else 'EOF'}")
+                    raise _err(_unsupported(op))
                 if handler is _stop:
                     return self._pop()
                 handler(self)
@@ -349,6 +358,7 @@ _HANDLERS = {
     pickle.LONG_BINPUT: _put("<I"), pickle.LONG1: _long1, pickle.STOP: _stop,
 }
 SUPPORTED_OPCODES = frozenset(op[0] for op in _HANDLERS)
+_OPNAMES = {op.code.encode("latin-1")[0]: op.name for op in pickletools.opcodes}
 
 
 class UnsafeUnpickler(pickle.Unpickler):
