@@ -247,7 +247,7 @@ def hardswish(input):
 def _hardswish_backward(ctx, grad):
     x = ctx.input
     mid = grad * (x / 3 + 0.5)
-    return where(x < -3, 0.0, where(x <= 3, mid, grad))
+    return where(x <= -3, 0.0, where(x < 3, mid, grad))
 
 
 @operator("hardsigmoid(Tensor self) -> Tensor", _P, method=False)
