@@ -112,6 +112,62 @@ def cases() -> list[tuple[str, Callable, Callable]]:
     ]
 
 
+def _leaves(lib, arrays):
+    return [lib.from_numpy(a.copy()).requires_grad_() for a in arrays]
+
+
+def _chain(x, w):
+    # ten differentiable ops on (64, 64)
+    h = (x * w + 1.0).tanh()
+    h = (h - 0.5).relu() * 2.0
+    h = h.exp().log1p()
+    return (h / 3.0).sum()
+
+
+def _mlp_step(lib, params, x, y):
+    w1, b1, w2, b2, w3, b3 = params
+    h = (x @ w1 + b1).relu()
+    h = (h @ w2 + b2).relu()
+    loss = ((h @ w3 + b3 - y) ** 2).mean()
+    loss.backward()
+    for p in params:
+        p.grad = None
+    return loss
+
+
+def autograd_cases() -> list[tuple[str, Callable, Callable]]:
+    """Forward + backward: (a*b).sum() on (64,64), a 10-op chain, a 3-layer MLP at batch 128."""
+    rng = np.random.default_rng(1)
+    ab = rng.standard_normal((2, 64, 64), dtype=np.float32)
+    ea, eb = _leaves(ember, ab)
+    ta, tb = _leaves(torch, ab)
+    xw = rng.standard_normal((2, 64, 64), dtype=np.float32) * 0.5
+    ex, ew = _leaves(ember, xw)
+    tx, tw = _leaves(torch, xw)
+    shapes = [(784, 256), (256,), (256, 256), (256,), (256, 10), (10,)]
+    arrays = [(rng.standard_normal(s) * 0.05).astype(np.float32) for s in shapes]
+    ep, tp = _leaves(ember, arrays), _leaves(torch, arrays)
+    data = rng.standard_normal((128, 784), dtype=np.float32)
+    target = rng.standard_normal((128, 10), dtype=np.float32)
+    (edata, etarget), (tdata, ttarget) = both(data, target)
+
+    def step(lib, a, b):
+        (a * b).sum().backward()
+        a.grad = b.grad = None
+
+    def chain(lib, x, w):
+        _chain(x, w).backward()
+        x.grad = w.grad = None
+
+    return [
+        ("fwd+bwd (a*b).sum() 64x64", lambda: step(ember, ea, eb), lambda: step(torch, ta, tb)),
+        ("fwd+bwd 10-op chain 64x64", lambda: chain(ember, ex, ew),
+         lambda: chain(torch, tx, tw)),
+        ("MLP 784-256-256-10 b128 fwd+bwd", lambda: _mlp_step(ember, ep, edata, etarget),
+         lambda: _mlp_step(torch, tp, tdata, ttarget)),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timing repetitions per op")
@@ -119,6 +175,8 @@ def main() -> None:
     print(f"# per-call overhead, tiny float32 tensors; median of {args.repeat} interleaved "
           f"repetitions\n# {machine()}")
     report(cases(), args.repeat)
+    print("\n# autograd: forward + backward")
+    report(autograd_cases(), args.repeat)
 
 
 if __name__ == "__main__":
