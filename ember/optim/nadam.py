@@ -41,7 +41,7 @@ class NAdam(_Algorithm):
         >>> w = ember.zeros(1, requires_grad=True)
         >>> opt = ember.optim.NAdam([w], lr=0.1)
         >>> w.grad = ember.ones(1); opt.step(); round(w.item(), 4)
-        -0.1
+        -0.1056
     """
 
     def __init__(self, params: Iterable, lr: float | Tensor = 2e-3,

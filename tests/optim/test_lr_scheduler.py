@@ -365,3 +365,18 @@ def test_schedulers_drive_a_training_run_like_torch():
     np.testing.assert_allclose(
         opt_e.state[ours[0]]["exp_avg"].numpy(), opt_t.state[theirs[0]]["exp_avg"].numpy(),
         rtol=1e-6, atol=1e-7)
+
+
+def test_tensor_lr_is_updated_in_place():
+    ours, theirs = make_params()
+    lr_e, lr_t = ember.tensor(0.1), torch.tensor(0.1)
+    opt_e, opt_t = optim.SGD(ours, lr=lr_e), torch.optim.SGD(theirs, lr=lr_t)
+    se, st = ours_lrs.StepLR(opt_e, step_size=2), theirs_lrs.StepLR(opt_t, step_size=2)
+    for _ in range(5):
+        opt_e.step()
+        opt_t.step()
+        se.step()
+        st.step()
+    assert opt_e.param_groups[0]["lr"] is lr_e
+    assert lr_e.item() == pytest.approx(lr_t.item(), rel=1e-7)
+    assert se.get_last_lr()[0].item() == pytest.approx(st.get_last_lr()[0].item(), rel=1e-7)

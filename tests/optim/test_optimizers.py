@@ -447,3 +447,19 @@ def test_unsupported_flags_are_refused():
     with pytest.raises(NotImplementedError, match="fused=True"):
         optim.Adam(ours, fused=True)
     optim.Adam(ours, foreach=True)  # accepted; the single-tensor algorithm runs
+
+
+def test_tensor_learning_rate_is_read_at_each_step():
+    ours, theirs = make_params()
+    lr_e, lr_t = ember.tensor(0.05), torch.tensor(0.05)
+    opt_e, opt_t = optim.Adam(ours, lr=lr_e), torch.optim.Adam(theirs, lr=lr_t)
+    grads = make_grads(4)
+    for i, g in enumerate(grads):
+        set_grads(ours, theirs, g)
+        opt_e.step()
+        opt_t.step()
+        lr_e.fill_(0.01 * (i + 1))
+        lr_t.fill_(0.01 * (i + 1))
+    assert_params_close(ours, theirs)
+    with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+        optim.SGD(ours, lr=ember.ones(2))
