@@ -166,7 +166,8 @@ def out_of_memory(alloc: CachingAllocator, nbytes: int, size: int,
         f"{format_size(largest)}.",
     ]
     try:
-        holders = live_tensors(alloc.device, limit=5)
+        with alloc.lock:
+            holders = _scan(alloc, 5)
     except Exception:  # diagnosis must never hide the error  # noqa: BLE001
         holders = []
     saved = sum(h.nbytes for h in holders if h.saved)
