@@ -934,8 +934,8 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        safe = where(target > 0, target, 1.0)
-        loss = target * safe.log() - target * input
+        # xlogy(t, t) as torch: 0 at t == 0 (its target gradient there is NaN, as torch's)
+        loss = where(target == 0, 0.0, target * target.log()) - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() else loss.sum()
     return _reduce(loss, reduction)
