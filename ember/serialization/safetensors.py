@@ -119,7 +119,7 @@ def _write(tensors: dict, metadata, fh) -> None:
     fh.write(head)
     for t in ordered:
         if t.numel():
-            fh.write(memoryview(np.ascontiguousarray(numpy_view(t))).cast("B"))
+            fh.write(np.ascontiguousarray(numpy_view(t)).reshape(-1).view(np.uint8).data)
 
 
 def save(tensors: dict, metadata: dict | None = None) -> bytes:

@@ -34,9 +34,12 @@ def values(name: str, shape, start: int = 1) -> np.ndarray:
 
 
 def torch_tensor(arr: np.ndarray) -> torch.Tensor:
+    """A contiguous torch tensor holding ``arr`` (torch's strides, even for empty arrays)."""
     if arr.dtype == ml_dtypes.bfloat16:
-        return torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16)
-    return torch.from_numpy(arr.copy())
+        t = torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16)
+    else:
+        t = torch.from_numpy(arr.copy())
+    return t.clone(memory_format=torch.contiguous_format)
 
 
 def torch_values(t: torch.Tensor) -> np.ndarray:
