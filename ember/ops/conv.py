@@ -109,8 +109,8 @@ def _check_conv_dtypes(input: Tensor, weight: Tensor, bias) -> None:
                            f"({_tensor_type(weight)}) should be the same or input should be a "
                            "MKLDNN tensor and weight is a dense tensor")
     if bias is not None and bias._dtype is not input._dtype:
-        raise RuntimeError(f"Input type ({input._dtype.scalar_name}) and bias type "
-                           f"({bias._dtype.scalar_name}) should be the same")
+        raise RuntimeError(f"Input type ({input._dtype.scalar_name.lower()}) and bias type "
+                           f"({bias._dtype.scalar_name.lower()}) should be the same")
     _not_bool("slow_conv2d_cpu", input)
 
 
@@ -669,6 +669,10 @@ def avg_pool2d(input, kernel_size, stride=(), padding=0, ceil_mode=False,
         [[[2.5, 4.5], [10.5, 12.5]]]
     """
     k, s, p, _ = _pool_params("avg_pool2d", kernel_size, stride, padding)
+    if input.ndim < 3:
+        n = max(input.ndim, 1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         "but got -3)")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     out = _check_pool("avg_pool2d", input, k, s, p, (1, 1), ceil_mode, True)

@@ -37,6 +37,15 @@ def _land(result: np.ndarray, spec) -> Tensor:
     return o
 
 
+def _empty_result(spec, *arrays) -> Tensor | None:
+    """A zero-filled output when the output or any operand is empty (nothing to compute)."""
+    if math.prod(spec.shape) and all(a.size for a in arrays):
+        return None
+    o = new_output(spec.shape, spec.dtype)
+    arr(o)[...] = 0
+    return o
+
+
 def _padded(a: np.ndarray, pads, value=0) -> np.ndarray:
     """``a`` with ``pads`` ``[(lo, hi), ...]`` added around its trailing dims."""
     if not any(lo or hi for lo, hi in pads):
@@ -115,9 +124,12 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
     c = compute_dtype(spec.dtype)
     x, w = _src(input, c), _src(weight, c)
     out_sp = spec.shape[2:]
+    empty = _empty_result(spec, x, w)
+    if empty is not None:
+        if bias is not None and empty.numel():
+            arr(empty)[...] = arr(bias).reshape((-1,) + (1,) * nd)
+        return empty
     o = new_output(spec.shape, spec.dtype)
-    if o.numel() == 0:
-        return o
     direct = c == spec.dtype.np
     with ignore_fp_errors():
         if transposed:
@@ -129,10 +141,7 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
             return o
         res = arr(o).reshape(spec.shape[:2] + (-1,)) if direct else \
             np.empty(spec.shape[:2] + (math.prod(out_sp),), dtype=c)
-        if x.shape[1] == 0:
-            res[...] = 0
-        else:
-            _conv_forward(x, w, stride, padding, dilation, groups, out_sp, res)
+        _conv_forward(x, w, stride, padding, dilation, groups, out_sp, res)
         if bias is not None:
             res += _src(bias, c)[:, None]
         if not direct:
@@ -149,6 +158,9 @@ def _conv_weight_grad(input, grad_output, weight_size, stride, padding, dilation
                                  (stride, padding, dilation))
     c = compute_dtype(spec.dtype)
     a, b = _src(input, c), _src(grad_output, c)
+    empty = _empty_result(spec, a, b)
+    if empty is not None:
+        return empty
     n, ch = a.shape[:2]
     o, kernel = weight_size[0], tuple(weight_size[2:])
     out_sp = b.shape[2:]
@@ -241,6 +253,9 @@ def _max_pool_backward(grad_output, indices, input_size):
     spec = cv._max_pool_backward.meta_rule(grad_output, indices, input_size)
     g = _src(grad_output)
     idx = arr(indices)
+    empty = _empty_result(spec, g)
+    if empty is not None:
+        return empty
     hw = math.prod(spec.shape[-2:]) if len(spec.shape) >= 2 else 1
     rows = math.prod(spec.shape[:-2])
     flat = (idx.reshape(rows, -1) + (np.arange(rows) * hw)[:, None]).ravel()

@@ -1,0 +1,441 @@
+"""Op-table entries: convolution, pooling, padding, im2col/col2im and resampling.
+
+Each entry calls ember's operator (``ember.ops.conv``) and torch's ``nn.functional``
+counterpart on the same hostile inputs: permuted, strided, offset and expanded (stride-0)
+inputs and weights, unbatched inputs, zero-size batches, groups, dilation, stride, padding
+strings, ceil mode. Gradients (float64 samples) and gradcheck run through the shared op-table
+tests; double backward through tests/nn/test_conv_modules.py.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as TF
+
+import ember.backends.cpu.conv  # noqa: F401  (registers the family's CPU kernels)
+import ember.ops.conv as C
+from ember.backends.meta import register_meta_kernels
+from tests.opinfo import FLOATS, ErrorInput, OpInfo, SampleInput, make
+
+register_meta_kernels()
+
+LAYOUTS = ("contiguous", "permuted", "strided", "offset", "expanded")
+# torch rounds half-precision partial sums; ember accumulates in float32 and rounds once
+TOL = {"float16": (5e-3, 2e-2), "bfloat16": (3e-2, 1.5e-1), "float32": (1e-5, 1e-5),
+       "float64": (1e-10, 1e-10)}
+WEIGHT_LAYOUT = {"contiguous": "contiguous", "permuted": "strided", "strided": "permuted",
+                 "offset": "offset", "expanded": "contiguous"}
+
+
+def _layout(i: int, n: int, layouts=LAYOUTS) -> str:
+    """Layout of case ``i`` of ``n``; the last (smallest, gradcheck-sized) case is never
+    expanded, since finite differences cannot perturb one element of a stride-0 tensor."""
+    return layouts[i % len(layouts)] if i < n - 1 else "strided"
+
+
+def _is_torch(lib) -> bool:
+    return lib is torch
+
+
+def _F(lib):
+    return TF if _is_torch(lib) else C
+
+
+def _conv_cases(nd: int):
+    """(input shape, weight shape, bias?, kwargs) for conv{nd}d."""
+    sp = (7, 6)[:nd] if nd == 2 else (9,)
+    k = (3, 2)[:nd] if nd == 2 else (3,)
+    one = (1,) * nd
+    return [
+        ((2, 4) + sp, (6, 4) + k, True, {}),
+        ((2, 4) + sp, (6, 2) + k, True, {"groups": 2, "stride": 2, "padding": 1}),
+        ((2, 4) + sp, (4, 1) + k, False, {"groups": 4, "dilation": 2, "padding": (1,) * nd}),
+        ((2, 4) + sp, (6, 4) + k, True, {"padding": "same", "dilation": 2}),
+        ((2, 4) + sp, (6, 4) + k, False, {"padding": "valid", "stride": (2,) * nd}),
+        ((4,) + sp, (3, 4) + k, True, {"padding": 1}),              # unbatched
+        ((0, 4) + sp, (3, 4) + k, True, {}),                        # empty batch
+        ((1, 2) + (4,) * nd, (2, 2) + (2,) * nd, True, {"stride": one}),  # gradcheck-sized
+    ]
+
+
+def _conv_samples(nd: int):
+    def gen(dtype):
+        cases = _conv_cases(nd)
+        for i, (xs, ws, has_b, kw) in enumerate(cases):
+            lay = _layout(i, len(cases))
+            x = make(xs, dtype, layout=lay if 0 not in xs else "contiguous")
+            w = make(ws, dtype, layout=WEIGHT_LAYOUT[lay])
+            b = make((ws[0],), dtype, layout="strided") if has_b else None
+            yield SampleInput((x, w, b), kw, f"{lay}{list(xs)}*{list(ws)}{kw}")
+    return gen
+
+
+def _conv_transpose_cases(nd: int):
+    sp = (4, 5)[:nd] if nd == 2 else (6,)
+    k = (3, 2)[:nd] if nd == 2 else (3,)
+    return [
+        ((2, 4) + sp, (4, 3) + k, True, {}),
+        ((2, 4) + sp, (4, 2) + k, True, {"groups": 2, "stride": 2, "padding": 1,
+                                         "output_padding": 1}),
+        ((2, 4) + sp, (4, 3) + k, False, {"stride": (2,) * nd, "dilation": 2,
+                                          "output_padding": (1,) * nd}),
+        ((4,) + sp, (4, 2) + k, True, {"padding": 1}),
+        ((0, 4) + sp, (4, 2) + k, True, {}),
+        ((1, 2) + (3,) * nd, (2, 2) + (2,) * nd, True, {"stride": 2}),
+    ]
+
+
+def _conv_transpose_samples(nd: int):
+    def gen(dtype):
+        cases = _conv_transpose_cases(nd)
+        for i, (xs, ws, has_b, kw) in enumerate(cases):
+            lay = _layout(i, len(cases))
+            x = make(xs, dtype, layout=lay if 0 not in xs else "contiguous")
+            w = make(ws, dtype, layout=WEIGHT_LAYOUT[lay])
+            groups = kw.get("groups", 1)
+            b = make((ws[1] * groups,), dtype) if has_b else None
+            yield SampleInput((x, w, b), kw, f"{lay}{list(xs)}*{list(ws)}{kw}")
+    return gen
+
+
+def _conv_errors(nd: int, name: str):
+    def gen():
+        sp = (8,) * nd
+        x = make((2, 3) + sp)
+        w = make((4, 3) + (3,) * nd)
+        yield ErrorInput(SampleInput((make((2, 3)[2 - nd:]), w, None)), RuntimeError,
+                         rf"Expected {nd + 1}D \(unbatched\) or {nd + 2}D \(batched\) input "
+                         rf"to {name}")
+        yield ErrorInput(SampleInput((make((2, 5) + sp), w, None)), RuntimeError,
+                         r"expected input\[2, 5, .*to have 3 channels, but got 5")
+        yield ErrorInput(SampleInput((make((2, 3) + (2,) * nd), w, None)), RuntimeError,
+                         "Kernel size can't be greater than actual input size")
+        yield ErrorInput(SampleInput((x, make((3, 3) + (3,) * nd), None), {"groups": 2}),
+                         RuntimeError, "expected weight to be divisible by 2")
+        yield ErrorInput(SampleInput((x, make((4, 3) + (3,) * nd, "float64"), None)),
+                         RuntimeError, r"Input type \(torch.FloatTensor\) and weight type "
+                         r"\(torch.DoubleTensor\) should be the same")
+        yield ErrorInput(SampleInput((x, w, make((4,), "float64"))), RuntimeError,
+                         r"Input type \(float\) and bias type \(double\)")
+        yield ErrorInput(SampleInput((x, w, make((5,)))), RuntimeError,
+                         "expected bias to be 1-dimensional with 4 elements")
+        yield ErrorInput(SampleInput((x, w, None), {"stride": 0}), RuntimeError,
+                         "non-positive stride is not supported")
+        yield ErrorInput(SampleInput((x, w, None), {"padding": -1}), RuntimeError,
+                         "negative padding is not supported")
+        yield ErrorInput(SampleInput((x, w, None), {"dilation": 0}), RuntimeError,
+                         "non-positive dilation is not supported")
+        yield ErrorInput(SampleInput((x, w, None), {"groups": 0}), RuntimeError,
+                         "non-positive groups is not supported")
+        yield ErrorInput(SampleInput((x, w, None), {"padding": "same", "stride": 2}),
+                         RuntimeError, "padding='same' is not supported for strided")
+        yield ErrorInput(SampleInput((x, w, None), {"padding": "foo"}), RuntimeError,
+                         "Invalid padding string: 'foo'")
+        yield ErrorInput(SampleInput((x, w, None), {"stride": (1,) * (nd + 1)}), RuntimeError,
+                         f"expected stride to be a single integer value or a list of {nd} "
+                         "values")
+        yield ErrorInput(SampleInput((x.bool(), w.bool(), None)), NotImplementedError,
+                         "not implemented for 'Bool'")
+    return gen
+
+
+def _conv_transpose_errors(nd: int):
+    def gen():
+        x = make((2, 3) + (5,) * nd)
+        yield ErrorInput(SampleInput((x, make((4, 4) + (3,) * nd), None)), RuntimeError,
+                         r"Given transposed=1, weight of size \[4, 4, .*to have 4 channels, "
+                         "but got 3 channels")
+        yield ErrorInput(SampleInput((x, make((3, 4) + (3,) * nd), None),
+                                     {"stride": 2, "output_padding": 2}), RuntimeError,
+                         "output padding must be smaller than either stride or dilation")
+    return gen
+
+
+def _conv_fn(nd: int):
+    def fn(lib, x, w, b, **kw):
+        return getattr(_F(lib), f"conv{nd}d")(x, w, b, **kw)
+    return fn
+
+
+def _conv_transpose_fn(nd: int):
+    def fn(lib, x, w, b, **kw):
+        return getattr(_F(lib), f"conv_transpose{nd}d")(x, w, b, **kw)
+    return fn
+
+
+# -- pooling ----------------------------------------------------------------------------------
+_POOL2D = [((2, 3, 7, 6), {"kernel_size": 2}),
+           ((2, 3, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+           ((3, 7, 6), {"kernel_size": (2, 3), "stride": (1, 2), "padding": (1, 1)}),
+           ((0, 3, 7, 6), {"kernel_size": 2})]
+_SMALL2D = ((1, 2, 4, 4), {"kernel_size": 2, "stride": 1})  # last: gradcheck-sized
+_MAXPOOL2D = _POOL2D + [((2, 3, 7, 6), {"kernel_size": (2, 2), "dilation": 2, "padding": 1,
+                                        "ceil_mode": True}), _SMALL2D]
+_AVGPOOL2D = _POOL2D + [
+    ((2, 3, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True,
+                    "count_include_pad": False}),
+    ((2, 3, 7, 6), {"kernel_size": (3, 2), "padding": 1, "divisor_override": 5}), _SMALL2D]
+_POOL1D = [((2, 3, 9), {"kernel_size": 2}),
+           ((2, 3, 9), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+           ((3, 9), {"kernel_size": 3, "stride": 1, "padding": 1}),
+           ((0, 3, 9), {"kernel_size": 2}),
+           ((1, 2, 5), {"kernel_size": 2, "stride": 1})]
+
+
+def _shaped_samples(cases, layouts=LAYOUTS):
+    def gen(dtype):
+        for i, (shape, kw) in enumerate(cases):
+            lay = _layout(i, len(cases), layouts)
+            lay = "contiguous" if 0 in shape else lay
+            yield SampleInput((make(shape, dtype, layout=lay),), dict(kw), f"{lay}{shape}{kw}")
+    return gen
+
+
+# Values with no ties: max pooling's gradient is then unique and finite differences agree.
+_NO_TIES = ("contiguous", "permuted", "strided", "offset")
+
+
+def _max_pool_fn(nd: int):
+    def fn(lib, x, **kw):
+        if _is_torch(lib):
+            return getattr(TF, f"max_pool{nd}d")(x, return_indices=True, **kw)
+        return getattr(C, f"max_pool{nd}d_with_indices")(x, **kw)
+    return fn
+
+
+def _avg_pool_fn(nd: int):
+    def fn(lib, x, **kw):
+        return getattr(_F(lib), f"avg_pool{nd}d")(x, **kw)
+    return fn
+
+
+def _pool_errors():
+    x = make((2, 3, 8, 8))
+    return [
+        ErrorInput(SampleInput((x,), {"kernel_size": 3, "padding": 2}), RuntimeError,
+                   "pad should be at most half of effective kernel size"),
+        ErrorInput(SampleInput((x,), {"kernel_size": 2, "stride": 0}), RuntimeError,
+                   "stride should not be zero"),
+        ErrorInput(SampleInput((make((2, 0, 8, 8)),), {"kernel_size": 2}), RuntimeError,
+                   "Expected 3D or 4D"),
+        ErrorInput(SampleInput((make((2, 3, 1, 1)),), {"kernel_size": 3}), RuntimeError,
+                   "Output size is too small"),
+    ]
+
+
+def _max_pool_errors():
+    yield from _pool_errors()
+    yield ErrorInput(SampleInput((make((8, 8)),), {"kernel_size": 2}), RuntimeError,
+                     "Expected 3D or 4D")
+    yield ErrorInput(SampleInput((make((2, 3, 8, 8)),), {"kernel_size": 2, "dilation": 0}),
+                     RuntimeError, "dilation should be greater than zero")
+
+
+def _avg_pool_errors():
+    yield from _pool_errors()
+    yield ErrorInput(SampleInput((make((8, 8)),), {"kernel_size": 2}), IndexError,
+                     "Dimension out of range")
+    yield ErrorInput(SampleInput((make((2, 3, 8, 8)),), {"kernel_size": 2,
+                                                          "divisor_override": 0}),
+                     RuntimeError, "divisor must be not zero")
+
+
+_ADAPTIVE2D = [((2, 3, 7, 6), (3, 4)), ((2, 3, 7, 6), 1), ((3, 5, 7), (5, None)),
+               ((2, 3, 4, 5), (6, 7)), ((0, 3, 4, 5), 2), ((1, 2, 5, 4), (3, 3))]
+_ADAPTIVE1D = [((2, 3, 9), 4), ((3, 7), 3), ((2, 3, 4), 6), ((1, 2, 5), 2)]
+
+
+def _adaptive_samples(cases):
+    def gen(dtype):
+        for i, (shape, out) in enumerate(cases):
+            lay = _NO_TIES[i % len(_NO_TIES)]
+            lay = "contiguous" if 0 in shape else lay
+            yield SampleInput((make(shape, dtype, layout=lay), out), {}, f"{lay}{shape}->{out}")
+    return gen
+
+
+def _adaptive_fn(name: str, indices: bool):
+    def fn(lib, x, out):
+        if _is_torch(lib):
+            kw = {"return_indices": True} if indices else {}
+            return getattr(TF, name)(x, out, **kw)
+        return getattr(C, name)(x, out)
+    return fn
+
+
+def _adaptive_errors():
+    return [
+        ErrorInput(SampleInput((make((2, 3, 0, 4)), 2)), RuntimeError,
+                   "Expected input to have non-zero size for non-batch dimensions"),
+    ]
+
+
+# -- padding ----------------------------------------------------------------------------------
+_PADS = {"constant": [((2, 3, 4), (1, 2)), ((2, 3, 4), (2, 1, -1, 3, 1, 0)),
+                      ((5,), (-2, 3)), ((2, 0, 3), (1, 1, 2, 2)), ((1, 2, 3, 4, 2), (1,) * 10)],
+         "reflect": [((2, 3, 5), (2, 1)), ((2, 3, 4, 5), (2, 1, 3, 0)), ((3, 5), (-1, 2)),
+                     ((1, 2, 3, 3, 4), (1, 2, 2, 1, 0, 1))],
+         "replicate": [((2, 3, 5), (2, 4)), ((2, 3, 4, 5), (2, 1, -1, 3)), ((3, 5), (0, 2))],
+         "circular": [((2, 3, 5), (2, 4)), ((2, 3, 4, 5), (2, 1, -1, 3)), ((3, 5), (1, -2)),
+                      ((1, 2, 3, 3, 4), (1, 2, 2, 1, 0, 1))]}
+
+
+def _pad_samples(mode: str):
+    def gen(dtype):
+        for i, (shape, p) in enumerate(_PADS[mode]):
+            lay = _layout(i, len(_PADS[mode]))
+            lay = "contiguous" if 0 in shape or (lay == "permuted" and len(shape) < 2) else lay
+            kw = {"value": 1.5} if mode == "constant" and i == 1 else {}
+            yield SampleInput((make(shape, dtype, layout=lay), p, mode), kw,
+                              f"{lay}{shape}{p}")
+    return gen
+
+
+def _pad_fn(lib, x, p, mode, **kw):
+    return TF.pad(x, p, mode, **kw) if _is_torch(lib) else C.pad(x, list(p), mode, **kw)
+
+
+def _pad_errors():
+    x = make((2, 3, 4, 4))
+    return [
+        ErrorInput(SampleInput((x, (1,), "constant")), RuntimeError,
+                   "Padding length must be divisible by 2"),
+        ErrorInput(SampleInput((x, (1, 1) * 5, "constant")), RuntimeError,
+                   "Padding length should be less than or equal to two times"),
+        ErrorInput(SampleInput((x, (1, 1), "reflect")), NotImplementedError,
+                   "Padding size 2 is not supported for 4D input tensor"),
+        ErrorInput(SampleInput((x, (4, 1, 0, 0), "reflect")), RuntimeError,
+                   "Padding size should be less than the corresponding input dimension"),
+        ErrorInput(SampleInput((x, (1, 1, 1, 1), "foo")), NotImplementedError,
+                   "Unrecognised padding mode foo"),
+        ErrorInput(SampleInput((x, (1, 1, 1, 1), "reflect"), {"value": 1.0}), RuntimeError,
+                   "doesn't take in value argument"),
+    ]
+
+
+def pair(v) -> list:
+    return [v, v] if isinstance(v, int) else list(v)
+
+
+# -- im2col / col2im --------------------------------------------------------------------------
+_UNFOLD = [((2, 3, 6, 5), {"kernel_size": 2}),
+           ((2, 3, 6, 5), {"kernel_size": (2, 3), "dilation": (1, 2), "padding": 1,
+                           "stride": (2, 1)}),
+           ((3, 6, 5), {"kernel_size": 3, "padding": 1, "stride": 2}),
+           ((0, 3, 6, 5), {"kernel_size": 2}),
+           ((1, 2, 3, 3), {"kernel_size": 2})]
+
+
+def _unfold_fn(lib, x, kernel_size, dilation=1, padding=0, stride=1):
+    if _is_torch(lib):
+        return TF.unfold(x, kernel_size, dilation, padding, stride)
+    return C.im2col(x, pair(kernel_size), pair(dilation), pair(padding), pair(stride))
+
+
+def _fold_samples(dtype):
+    for i, (shape, kw) in enumerate(_UNFOLD):
+        k, d = kw["kernel_size"], kw.get("dilation", 1)
+        k, d, p, s = pair(k), pair(d), pair(kw.get("padding", 0)), pair(kw.get("stride", 1))
+        blocks = [(n + 2 * pp - dd * (kk - 1) - 1) // ss + 1
+                  for n, kk, pp, dd, ss in zip(shape[-2:], k, p, d, s)]
+        cols = shape[:-3] + (shape[-3] * k[0] * k[1], blocks[0] * blocks[1])
+        lay = _layout(i, len(_UNFOLD)) if 0 not in shape else "contiguous"
+        yield SampleInput((make(cols, dtype, layout=lay), shape[-2:]), dict(kw), f"{lay}{cols}")
+
+
+def _fold_fn(lib, x, out, kernel_size, dilation=1, padding=0, stride=1):
+    if _is_torch(lib):
+        return TF.fold(x, out, kernel_size, dilation, padding, stride)
+    return C.col2im(x, list(out), pair(kernel_size), pair(dilation), pair(padding),
+                    pair(stride))
+
+
+def _fold_errors():
+    return [
+        ErrorInput(SampleInput((make((2, 3, 8, 8)),), {"kernel_size": 9}), RuntimeError,
+                   "calculated shape of the array of sliding blocks"),
+    ]
+
+
+def _col2im_errors():
+    return [
+        ErrorInput(SampleInput((make((2, 27, 35)), (8, 8)), {"kernel_size": 3}), RuntimeError,
+                   "expected size of input's dimension 2 to match the calculated number"),
+        ErrorInput(SampleInput((make((2, 26, 36)), (8, 8)), {"kernel_size": 3}), RuntimeError,
+                   "to be divisible by the product of kernel_size"),
+    ]
+
+
+# -- resampling -------------------------------------------------------------------------------
+_UPSAMPLE = [((2, 3, 4, 5), {"size": (7, 9)}),
+             ((2, 3, 4, 5), {"scale_factor": 2}),
+             ((2, 3, 4, 5), {"scale_factor": (1.7, 0.6)}),
+             ((1, 2, 6, 6), {"size": (3, 4)}),
+             ((1, 1, 3, 3), {"size": (5, 4)})]
+
+
+def _upsample_samples(mode: str, align_corners):
+    def gen(dtype):
+        for i, (shape, kw) in enumerate(_UPSAMPLE):
+            lay = _layout(i, len(_UPSAMPLE))
+            kw = dict(kw, mode=mode)
+            if align_corners is not None:
+                kw["align_corners"] = align_corners
+            yield SampleInput((make(shape, dtype, layout=lay),), kw, f"{lay}{shape}{kw}")
+    return gen
+
+
+def _upsample_fn(lib, x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    if _is_torch(lib):
+        return TF.interpolate(x, size, scale_factor, mode, align_corners)
+    n = x.ndim - 2
+    if size is not None:
+        out, scales = list(size), [None] * n
+    else:
+        sf = scale_factor if isinstance(scale_factor, tuple) else (scale_factor,) * n
+        out = [int(x.shape[2 + i] * s // 1) for i, s in enumerate(sf)]
+        scales = [float(s) for s in sf]
+    if mode == "nearest":
+        return C.upsample_nearest2d(x, out, *scales)
+    return C.upsample_bilinear2d(x, out, bool(align_corners), *scales)
+
+
+OPS = [
+    OpInfo("conv1d", _conv_fn(1), _conv_samples(1), FLOATS, tol=TOL,
+           errors=_conv_errors(1, "conv1d")),
+    OpInfo("conv2d", _conv_fn(2), _conv_samples(2), FLOATS, tol=TOL,
+           errors=_conv_errors(2, "conv2d")),
+    OpInfo("conv_transpose1d", _conv_transpose_fn(1), _conv_transpose_samples(1), FLOATS,
+           tol=TOL, errors=_conv_transpose_errors(1)),
+    OpInfo("conv_transpose2d", _conv_transpose_fn(2), _conv_transpose_samples(2), FLOATS,
+           tol=TOL, errors=_conv_transpose_errors(2)),
+    OpInfo("max_pool2d_with_indices", _max_pool_fn(2), _shaped_samples(_MAXPOOL2D, _NO_TIES),
+           FLOATS, errors=_max_pool_errors),
+    OpInfo("max_pool1d_with_indices", _max_pool_fn(1), _shaped_samples(_POOL1D, _NO_TIES),
+           FLOATS),
+    OpInfo("avg_pool2d", _avg_pool_fn(2), _shaped_samples(_AVGPOOL2D), FLOATS, tol=TOL,
+           errors=_avg_pool_errors),
+    OpInfo("avg_pool1d", _avg_pool_fn(1), _shaped_samples(_POOL1D), FLOATS, tol=TOL),
+    OpInfo("adaptive_avg_pool2d", _adaptive_fn("adaptive_avg_pool2d", False),
+           _adaptive_samples(_ADAPTIVE2D), FLOATS, tol=TOL,
+           errors=_adaptive_errors),
+    OpInfo("adaptive_avg_pool1d", _adaptive_fn("adaptive_avg_pool1d", False),
+           _adaptive_samples(_ADAPTIVE1D), FLOATS, tol=TOL),
+    OpInfo("adaptive_max_pool2d", _adaptive_fn("adaptive_max_pool2d", True),
+           _adaptive_samples(_ADAPTIVE2D), FLOATS),
+    OpInfo("adaptive_max_pool1d", _adaptive_fn("adaptive_max_pool1d", True),
+           _adaptive_samples(_ADAPTIVE1D), FLOATS),
+    *[OpInfo(f"pad_{mode}", _pad_fn, _pad_samples(mode), FLOATS,
+             errors=_pad_errors if mode == "constant" else None) for mode in _PADS],
+    OpInfo("unfold", _unfold_fn, _shaped_samples(_UNFOLD), FLOATS, errors=_fold_errors),
+    OpInfo("fold", _fold_fn, _fold_samples, FLOATS, tol=TOL, errors=_col2im_errors),
+    OpInfo("interpolate_nearest", _upsample_fn, _upsample_samples("nearest", None), FLOATS),
+    OpInfo("interpolate_bilinear", _upsample_fn, _upsample_samples("bilinear", False), FLOATS,
+           tol=TOL),
+    OpInfo("interpolate_bilinear_align", _upsample_fn, _upsample_samples("bilinear", True),
+           FLOATS, tol=TOL),
+]
+
+# int dtypes run through conv (torch's slow path) but not through the float-only ops
+OPS.append(OpInfo("conv2d_int", _conv_fn(2), lambda d: list(_conv_samples(2)(d))[:2],
+                  ("int32", "int64")))
