@@ -96,8 +96,27 @@ def _conv_forward(x, w, stride, padding, dilation, groups, out_sp, res) -> None:
     np.matmul(wg, cols, out=res.reshape(n, groups, o // groups, -1))
 
 
+def _conv_transpose_direct(x, w, padding, dilation, groups, output_padding, out_sp):
+    """Stride-1 transposed convolution as a convolution with flipped, transposed weights
+    (im2col + GEMM instead of GEMM + col2im)."""
+    c_in, cog, kernel = w.shape[0], w.shape[1], w.shape[2:]
+    nd = len(kernel)
+    wf = w.reshape((groups, c_in // groups, cog) + kernel).swapaxes(1, 2)
+    wf = wf[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape(
+        (groups * cog, c_in // groups) + kernel)
+    edge = [d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding)]
+    xp = _padded(x, [(e, e + op) for e, op in zip(edge, output_padding)])
+    res = np.empty((x.shape[0], groups * cog, math.prod(out_sp)), dtype=x.dtype)
+    _conv_forward(xp, np.ascontiguousarray(wf), (1,) * nd, (0,) * nd, dilation, groups, out_sp,
+                  res)
+    return res.reshape(res.shape[:2] + tuple(out_sp))
+
+
 def _conv_transpose_forward(x, w, stride, padding, dilation, groups, output_padding, out_sp):
     """Transposed convolution of ``x`` ``(N, C_in, *in)`` with ``w`` ``(C_in, C_out/G, *k)``."""
+    if all(s == 1 for s in stride) and all(
+            d * (k - 1) >= p for d, k, p in zip(dilation, w.shape[2:], padding)):
+        return _conv_transpose_direct(x, w, padding, dilation, groups, output_padding, out_sp)
     n, c_in = x.shape[:2]
     in_sp, kernel = x.shape[2:], w.shape[2:]
     cog = w.shape[1]
@@ -213,25 +232,41 @@ def _lowest(c: np.dtype):
 
 
 def _max_pool(a: np.ndarray, k, s, p, d, out):
-    """Values and flat indices of 2-d max pooling over the last two dims of ``a``."""
-    h, w = a.shape[-2:]
+    """Values and flat indices of 2-d max pooling over the last two dims of ``a``.
+
+    One ``np.maximum`` per kernel offset gives the values (NaN propagates); the index is the
+    first offset equal to the maximum (PyTorch keeps the first of ties), found by walking the
+    offsets backwards; windows holding NaN take the last NaN, as PyTorch's ``val > max ||
+    isnan(val)`` loop does.
+    """
+    w = a.shape[-1]
     low = _lowest(a.dtype)
     pads = [(p[i], _extra(a.shape[-2 + i], out[i], k[i], s[i], p[i], d[i])) for i in range(2)]
+    padded = any(lo or hi for lo, hi in pads)
     win = _windows(_padded(a, pads, low), k, s, d, out)
     rows = np.arange(out[0]) * s[0] - p[0]
     cols = np.arange(out[1]) * s[1] - p[1]
-    best = np.full(a.shape[:-2] + tuple(out), low, dtype=a.dtype)
-    first = (np.maximum(rows, 0)[:, None] * w + np.maximum(cols, 0)[None, :])
-    idx = np.broadcast_to(first, best.shape).copy()
-    is_float = a.dtype.kind == "f"
-    for i, j in itertools.product(range(k[0]), range(k[1])):
-        v = win[..., i, j, :, :]
-        m = v > best
-        if is_float:
-            m |= np.isnan(v)
-        cand = (rows + i * d[0])[:, None] * w + (cols + j * d[1])[None, :]
-        np.copyto(best, v, where=m)
-        np.copyto(idx, np.broadcast_to(cand, idx.shape), where=m)
+    offsets = list(itertools.product(range(k[0]), range(k[1])))
+    best = win[..., 0, 0, :, :].copy()
+    for i, j in offsets[1:]:
+        np.maximum(best, win[..., i, j, :, :], out=best)
+    # the winning offset's number (-1: none, i.e. an all-padding or all-lowest window)
+    which = np.full(best.shape, -1, dtype=np.int8 if len(offsets) < 128 else np.int32)
+    reached = best != low if padded else None
+    for n in range(len(offsets) - 1, -1, -1):
+        i, j = offsets[n]
+        m = win[..., i, j, :, :] == best
+        if reached is not None:
+            m &= reached
+        np.copyto(which, n, where=m)
+    if a.dtype.kind == "f" and np.isnan(best).any():
+        for n, (i, j) in enumerate(offsets):
+            np.copyto(which, n, where=np.isnan(win[..., i, j, :, :]))
+    step = np.array([i * d[0] * w + j * d[1] for i, j in offsets] + [0], dtype=np.int64)
+    idx = (rows[:, None] * w + cols[None, :]) + step[which]
+    if padded:
+        first = np.maximum(rows, 0)[:, None] * w + np.maximum(cols, 0)[None, :]
+        np.copyto(idx, np.broadcast_to(first, idx.shape), where=which < 0)
     return best, idx
 
 
