@@ -47,7 +47,7 @@ def _target_device(location: str, map_location) -> Device:
     else:
         dev = _parse_location(location)
     if dev.type == "cuda" and not callable(map_location):
-        raise RuntimeError(
+        raise CheckpointError(
             f"load: Attempting to deserialize object on a CUDA device ({dev}) but ember has no "
             "CUDA backend. If you are running on a CPU-only machine, please use ember.load "
             "with map_location='cpu' to map your storages to the CPU.")

@@ -33,6 +33,7 @@ _EOCD64 = struct.Struct("<4sQHHIIQQQQ")          # 56 bytes
 _LOC64 = struct.Struct("<4sIQI")                 # 20 bytes
 _U32 = 0xFFFFFFFF
 _U16 = 0xFFFF
+ZIP64_LIMIT = _U32  # sizes/offsets from here on go into ZIP64 fields (tests lower it)
 _FLAG_UTF8 = 0x800
 _MAX_DEFLATE_RATIO = 1100  # deflate cannot expand more than ~1032x
 
@@ -60,7 +61,7 @@ class ZipWriter:
         size, offset = len(view), self._pos
         crc = zlib.crc32(view)
         bname = name.encode("utf-8")
-        zip64 = size >= _U32 or offset >= _U32
+        zip64 = size >= ZIP64_LIMIT or offset >= ZIP64_LIMIT
         extra = struct.pack("<HHQQ", 1, 16, size, size) if zip64 else b""
         start = offset + _LOCAL.size + len(bname) + len(extra) + 4
         pad = (-start) % ALIGNMENT
@@ -77,25 +78,27 @@ class ZipWriter:
         """Write the central directory and the end records."""
         cd_start = self._pos
         for bname, crc, size, offset in self._entries:
-            fields = [size] if size >= _U32 else []
-            fields += [size] if size >= _U32 else []
-            fields += [offset] if offset >= _U32 else []
+            big_size, big_offset = size >= ZIP64_LIMIT, offset >= ZIP64_LIMIT
+            fields = [size, size] if big_size else []
+            fields += [offset] if big_offset else []
             extra = struct.pack(f"<HH{len(fields)}Q", 1, 8 * len(fields), *fields) \
                 if fields else b""
+            s32 = _U32 if big_size else size
             self._write(_CENTRAL.pack(
-                b"PK\x01\x02", 45, 45 if fields else 20, _FLAG_UTF8, 0, 0, 0x21, crc,
-                min(size, _U32), min(size, _U32), len(bname), len(extra), 0, 0, 0, 0,
-                min(offset, _U32)))
+                b"PK\x01\x02", 45, 45 if fields else 20, _FLAG_UTF8, 0, 0, 0x21, crc, s32, s32,
+                len(bname), len(extra), 0, 0, 0, 0, _U32 if big_offset else offset))
             self._write(bname)
             self._write(extra)
         cd_size, count = self._pos - cd_start, len(self._entries)
-        if cd_start >= _U32 or cd_size >= _U32 or count >= _U16:
+        zip64 = cd_start >= ZIP64_LIMIT or cd_size >= ZIP64_LIMIT or count >= _U16
+        if zip64:
             eocd64 = self._pos
             self._write(_EOCD64.pack(b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, cd_size,
                                      cd_start))
             self._write(_LOC64.pack(b"PK\x06\x07", 0, eocd64, 1))
-        self._write(_EOCD.pack(b"PK\x05\x06", 0, 0, min(count, _U16), min(count, _U16),
-                               min(cd_size, _U32), min(cd_start, _U32), 0))
+        n16 = _U16 if zip64 else count
+        self._write(_EOCD.pack(b"PK\x05\x06", 0, 0, n16, n16, _U32 if zip64 else cd_size,
+                               _U32 if zip64 else cd_start, 0))
 
 
 @dataclass(frozen=True)

@@ -347,3 +347,19 @@ def test_values_survive_ember_round_trip_exactly():
     assert out.stride() == x.t()[1:].stride() and out.storage_offset() == 1
     assert torch_values(torch.load(io.BytesIO(save_bytes(out)))).tolist() == \
         ember_values(out).tolist()
+
+
+def test_zip64_records_read_by_torch_and_zipfile(monkeypatch):
+    """Every size/offset forced through ZIP64 fields (as for checkpoints over 4 GiB)."""
+    from ember.serialization import _zip
+    monkeypatch.setattr(_zip, "ZIP64_LIMIT", 1)
+    a = ember.arange(10.0)
+    data = save_bytes({"a": a, "v": a[3:]})
+    assert b"PK\x06\x06" in data and b"PK\x06\x07" in data
+    z = zipfile.ZipFile(io.BytesIO(data))
+    assert z.testzip() is None and z.read("archive/data/0") == np.arange(10.0, dtype=np.float32
+                                                                         ).tobytes()
+    t = torch.load(io.BytesIO(data), weights_only=True)
+    assert t["v"].tolist() == list(range(3, 10)) and t["v"].storage_offset() == 3
+    e = es.load(io.BytesIO(data))
+    assert e["v"].tolist() == list(range(3, 10))
