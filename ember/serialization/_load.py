@@ -54,6 +54,19 @@ def _target_device(location: str, map_location) -> Device:
     return dev
 
 
+def _relocate(storage: Storage, location: str, map_location) -> Storage:
+    """Apply a callable ``map_location(storage, location) -> Storage | None``."""
+    if not callable(map_location) or isinstance(map_location, Device):
+        return storage
+    moved = map_location(storage, location)
+    if moved is None:
+        return storage
+    if not isinstance(moved, Storage):
+        raise TypeError("load: map_location must return a Storage or None; got "
+                        f"{type(moved).__name__}")
+    return moved
+
+
 class StorageLoader:
     """Turns persistent ids into ``LoadedStorage`` objects, reading each record once."""
 
@@ -87,14 +100,7 @@ class StorageLoader:
         if self._byteswap and stype.dtype is not None and stype.dtype.itemsize > 1 and \
                 dev is not META:
             storage.data.view(stype.dtype.np).byteswap(inplace=True)
-        if callable(self._map) and not isinstance(self._map, Device):
-            moved = self._map(storage, location)
-            if moved is not None:
-                if not isinstance(moved, Storage):
-                    raise TypeError("load: map_location must return a Storage or None; got "
-                                    f"{type(moved).__name__}")
-                storage = moved
-        return storage
+        return _relocate(storage, location, self._map)
 
 
 # -- zip -----------------------------------------------------------------------------------------
@@ -191,13 +197,8 @@ def _load_legacy(f, size: int, map_location, weights_only: bool):
     pending: dict[str, tuple[Storage, int, int]] = {}   # key -> storage, numel, itemsize
     budget = [size - src.tell()]
 
-    def fetch(key, nbytes, device):
-        raise AssertionError  # legacy storages are created in persistent_load below
-
-    loader = StorageLoader(fetch, map_location, False)
-
     def persistent_load(pid):
-        return _legacy_storage(pid, pending, budget, map_location, loader)
+        return _legacy_storage(pid, pending, budget, map_location)
 
     result = _unpickle(src, persistent_load, weights_only)
     keys = plain("storage keys")
@@ -212,7 +213,7 @@ def _no_storage(pid):
     raise UnpicklingError("load: a storage reference where none is allowed")
 
 
-def _legacy_storage(pid, pending, budget, map_location, loader):
+def _legacy_storage(pid, pending, budget, map_location):
     if not isinstance(pid, tuple) or len(pid) != 6:
         raise UnpicklingError(f"load: malformed legacy storage persistent id {pid!r}")
     _, stype, key, location, numel, view = pid
@@ -227,9 +228,8 @@ def _legacy_storage(pid, pending, budget, map_location, loader):
                                   "the rest of the file holds")
         budget[0] -= numel * item + 8
         dev = _target_device(location, map_location)
-        storage = Storage(numel * item, META if dev is META else CPU)
-        if callable(map_location) and not isinstance(map_location, Device):
-            storage = map_location(storage, location) or storage
+        storage = _relocate(Storage(numel * item, META if dev is META else CPU), location,
+                            map_location)
         pending[key] = hit = (storage, numel, item)
     elif hit[1:] != (numel, item):
         raise CheckpointError(f"load: legacy storage {key!r} is referenced inconsistently")

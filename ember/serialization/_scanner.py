@@ -197,7 +197,7 @@ def _scan_stream(result: ScanResult, data: bytes, limit: int, label: str) -> Non
             break
 
 
-def _read_pickle_prefix(path: str) -> bytes:
+def _read_all(path: str) -> bytes:
     with open(path, "rb") as fh:
         return fh.read()
 
@@ -224,7 +224,7 @@ def scan(path) -> ScanResult:
         head = fh.read(8)
         if is_zipfile(head):
             return _scan_zip(path, fh)
-    data = _read_pickle_prefix(path)
+    data = _read_all(path)
     if not data:
         return ScanResult(path, "empty file", error="the file is empty")
     if _looks_like_safetensors(data):

@@ -244,8 +244,7 @@ class ZipReader:
         if m.method == 8:
             view[:] = self.read(name)
             return
-        self._read_at(m.data_offset, 0)  # bounds check
-        self._f.seek(m.data_offset)
+        self._f.seek(m.data_offset)  # in range: checked when the directory was read
         got = self._f.readinto(view)
         if got != m.size:
             raise _bad("the file is truncated")

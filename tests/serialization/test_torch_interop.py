@@ -254,6 +254,9 @@ def test_legacy_format_is_read():
     assert e["n"] == [1, "x"]
     meta = es.load(io.BytesIO(data), map_location="meta")
     assert meta["a"].is_meta and tuple(meta["t"].shape) == (4, 3)
+    unsafe = es.load(io.BytesIO(data), weights_only=False)
+    for k in ("a", "t", "row", "i", "bf", "e"):
+        assert_same_tensor(unsafe[k], obj[k])
 
 
 def test_mmap_loads_from_the_file(tmp_path):
