@@ -35,8 +35,9 @@ def save(obj, f) -> None:
     Tensors keep dtype, shape, strides, storage offset and storage sharing; Parameters stay
     Parameters; dicts, OrderedDicts, lists, tuples, sets and Python scalars are pickled
     (protocol 2) as torch does, so ``torch.load(f, weights_only=True)`` reads the file. Saving
-    a small view saves its whole storage. When ``f`` is a path the write is atomic (a temporary
-    file in the same directory, then a rename; NOTE [Atomic save] in _save.py).
+    a small view saves its whole storage. Python attributes set on tensors and backward hooks
+    are not saved. When ``f`` is a path the write is atomic (a temporary file in the same
+    directory, then a rename; NOTE [Atomic save] in _save.py).
 
     Args:
         obj: what to save.

@@ -366,3 +366,15 @@ def test_zip64_records_read_by_torch_and_zipfile(monkeypatch):
     assert t["v"].tolist() == list(range(3, 10)) and t["v"].storage_offset() == 3
     e = es.load(io.BytesIO(data))
     assert e["v"].tolist() == list(range(3, 10))
+
+
+def test_tensor_and_parameter_attributes_from_torch():
+    """torch pickles tensors with Python attributes via _rebuild_from_type_v2 /
+    _rebuild_parameter_with_state; ember restores the attributes."""
+    t = torch.ones(2)
+    t.note = "hi"
+    p = torch.nn.Parameter(torch.zeros(1))
+    p.tag = 7
+    out = es.load(io.BytesIO(torch_save_bytes({"t": t, "p": p})))
+    assert out["t"].note == "hi" and type(out["t"]) is ember.Tensor
+    assert out["p"].tag == 7 and type(out["p"]) is Parameter and out["p"].requires_grad
