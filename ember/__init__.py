@@ -8,6 +8,7 @@ from ember import backends as _backends  # noqa: F401  (registers kernels)
 from ember import library as library
 from ember import linalg as linalg
 from ember import ops as ops
+from ember import optim as optim
 from ember import utils as utils
 from ember.autograd.grad_mode import (
     enable_grad,

@@ -69,7 +69,7 @@ class Tensor:
     """
 
     __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device",
-                 "_ver", "_base", "_requires_grad", "grad", "grad_fn", "_output_nr", "_arr",
+                 "_ver", "_base", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_arr",
                  "_mkey", "_hooks", "_retains_grad", "_is_inference", "_accum", "_post_hooks",
                  "_creation_meta", "__dict__", "__weakref__")
 
@@ -188,6 +188,25 @@ class Tensor:
 
     def is_inference(self) -> bool:
         return self._is_inference
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient of a leaf (None until a backward reaches it)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value._dtype is not self._dtype:
+                raise TypeError("assigned grad has data of a different type")
+            if value._device != self._device:
+                raise RuntimeError("assigned grad has data located on a different device")
+            if value._shape != self._shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
 
     @property
     def requires_grad(self) -> bool:
@@ -354,7 +373,7 @@ def make_tensor(storage: Storage, shape: tuple, stride: tuple, offset: int, dtyp
         t._ver = version if version is not None else VersionCounter(0, TENSOR_KEYS[device.type])
     t._base = base
     t._requires_grad = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._output_nr = 0
     t._arr = None

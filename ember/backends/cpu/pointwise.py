@@ -676,6 +676,20 @@ def _lerp(x, e, w):
 
 def _lerp_compute(input, end, weight, dst) -> None:
     comp = input._dtype
+    if (not isinstance(weight, Tensor) and dst.ndim and dst.dtype == comp.np
+            and comp.is_floating_point and comp.itemsize >= 4
+            and isinstance(end, Tensor) and end._dtype is comp and end._shape == dst.shape):
+        # Hot path (optimizers): one scratch buffer, every step written with ``out=``.
+        x, e = arr(input), arr(end)
+        with ignore_fp_errors():
+            diff = np.subtract(e, x)
+            if weight < 0.5:
+                np.multiply(diff, comp.np.type(weight), out=diff)
+                np.add(x, diff, out=dst)
+            else:
+                np.multiply(diff, comp.np.type(1 - weight), out=diff)
+                np.subtract(e, diff, out=dst)
+        return
     w = _np(weight, comp)
     with ignore_fp_errors():
         np.copyto(dst, _lerp(_np(input, comp), _np(end, comp), w), casting="unsafe")
@@ -705,6 +719,17 @@ def _register_addc(name: str) -> None:
     combine = _ADDC[name]
 
     def compute(input, t1, t2, value, comp, dst) -> None:
+        c = compute_dtype(comp)
+        if (dst.ndim and comp.is_floating_point and dst.dtype == c and t1._dtype is comp
+                and t2._dtype is comp
+                and t1._shape == dst.shape and t2._shape == dst.shape
+                and (not isinstance(input, Tensor) or input._dtype is comp)):
+            # Hot path (optimizers): (value * t1) op t2, then + input, in one scratch buffer.
+            with ignore_fp_errors():
+                tmp = np.multiply(arr(t1), c.type(value))
+                combine(tmp, arr(t2), out=tmp)
+                np.add(_np(input, comp), tmp, out=dst)
+            return
         with ignore_fp_errors():
             r = _np(input, comp) + combine(_np(value, comp) * _np(t1, comp), _np(t2, comp))
             np.copyto(dst, r, casting="unsafe")
