@@ -92,7 +92,7 @@ def _collate_sequence(batch, elem, collate_fn_map):
     size = len(elem)
     if any(len(sample) != size for sample in batch):
         raise RuntimeError("each element in list of batch should be of equal size")
-    fields = [collate(list(samples), collate_fn_map=collate_fn_map) for samples in zip(*batch)]
+    fields = [collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)]
     if isinstance(elem, tuple):
         return fields  # torch turns (plain) tuples into lists
     if isinstance(elem, abc.MutableSequence):
@@ -125,7 +125,7 @@ def collate(batch: list, *, collate_fn_map: dict | None = None):
     if isinstance(elem, abc.Mapping):
         return _collate_mapping(batch, elem, collate_fn_map)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a named tuple
-        return type(elem)(*(collate(list(s), collate_fn_map=collate_fn_map)
+        return type(elem)(*(collate(s, collate_fn_map=collate_fn_map)
                             for s in zip(*batch)))
     if isinstance(elem, abc.Sequence) and not isinstance(elem, str | bytes):
         return _collate_sequence(batch, elem, collate_fn_map)
@@ -137,8 +137,9 @@ def default_collate(batch: list):
 
     Tensors are stacked along a new first dimension; Python floats become a float64 tensor,
     ints an int64 tensor (bools a bool tensor); NumPy arrays and scalars become tensors of their
-    dtype; strings and bytes stay a list; dicts, named tuples and lists keep their type and are
-    merged per key / field; plain tuples become lists.
+    dtype; strings and bytes stay a list (a tuple when nested in tuples or lists, as torch);
+    dicts, named tuples and lists keep their type and are merged per key / field; plain tuples
+    become lists.
 
     Raises:
         TypeError: an element no rule covers (e.g. None, or a NumPy array of strings).

@@ -15,6 +15,7 @@ import multiprocessing as mp
 import pickle
 import queue
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 
 from ember.core import dtype as dt
@@ -262,6 +263,34 @@ class _BaseIter:
         return msg
 
 
+# NOTE [Shutting workers down]
+# The workers are stopped by a weakref.finalize callback, not by __del__: when the iterator dies
+# inside a reference cycle (an exception's traceback holds the frame that holds it), the garbage
+# collector clears the weakrefs of everything in the cycle before calling __del__, and the
+# queues' own finalizers would close their feeder threads first, so the ``None`` that asks a
+# worker to exit would never be sent and shutdown would wait for the join timeout. The
+# finalizer holds the workers and queues itself, so they stay out of the garbage until it
+# has run; it also runs at interpreter exit. Sequence: set the done event, send ``None``, wait
+# ``JOIN_TIMEOUT``, terminate whatever is still alive.
+def _stop_workers(workers, index_queues, result_queue, done_event) -> None:
+    try:
+        done_event.set()
+        for q, w in zip(index_queues, workers):
+            if w.is_alive():
+                q.put(None)
+        for w in workers:
+            w.join(timeout=JOIN_TIMEOUT)
+        for q in index_queues:
+            q.close()
+        result_queue.cancel_join_thread()
+        result_queue.close()
+    finally:
+        for w in workers:
+            if w.is_alive():
+                w.terminate()
+                w.join()
+
+
 def _base_seed(generator: Generator | None) -> int:
     return int(empty((), dtype=dt.int64).random_(generator=generator).item())
 
@@ -288,8 +317,6 @@ class _MultiProcessIter(_BaseIter):
     are in flight.
     """
 
-    _shut = True
-
     def _start(self, loader: DataLoader) -> None:
         self._timeout = loader.timeout
         self._prefetch = loader.prefetch_factor * loader.num_workers
@@ -298,6 +325,9 @@ class _MultiProcessIter(_BaseIter):
         ctx = loader.multiprocessing_context
         self._result_queue = ctx.Queue()
         self._done_event = ctx.Event()
+        self._finalizer = weakref.finalize(self, _stop_workers, self._workers,
+                                           self._index_queues, self._result_queue,
+                                           self._done_event)  # sees workers as they start
         for wid in range(loader.num_workers):
             index_queue = ctx.Queue()
             index_queue.cancel_join_thread()  # a dead worker must not block our exit
@@ -306,7 +336,6 @@ class _MultiProcessIter(_BaseIter):
                 self._done_event, loader._auto_collation, loader.collate_fn, loader.drop_last,
                 self._base_seed, loader.worker_init_fn, wid, loader.num_workers))
             proc.start()
-            self._shut = False
             self._workers.append(proc)
             self._index_queues.append(index_queue)
 
@@ -399,27 +428,5 @@ class _MultiProcessIter(_BaseIter):
 
     # -- shutdown ------------------------------------------------------------------------
     def _shutdown(self) -> None:
-        """Stop every worker: ask politely, wait ``JOIN_TIMEOUT``, then terminate."""
-        if self._shut:
-            return
-        self._shut = True
-        try:
-            self._done_event.set()
-            for q, w in zip(self._index_queues, self._workers):
-                if w.is_alive():
-                    q.put(None)
-            for w in self._workers:
-                w.join(timeout=JOIN_TIMEOUT)
-            for q in self._index_queues:
-                q.close()
-            self._result_queue.cancel_join_thread()
-            self._result_queue.close()
-        finally:
-            for w in self._workers:
-                if w.is_alive():
-                    w.terminate()
-                    w.join()
-
-    def __del__(self) -> None:
-        if not getattr(self, "_shut", True):
-            self._shutdown()
+        """Stop every worker now (idempotent); see NOTE [Shutting workers down]."""
+        self._finalizer()

@@ -8,6 +8,7 @@ samples from ``iter(dataset)``. ``random_split`` draws its permutation from an
 from __future__ import annotations
 
 import bisect
+import collections.abc as abc
 import itertools
 import math
 import warnings
@@ -40,10 +41,11 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset, abc.Iterable):
     """A dataset that is a stream of samples: subclasses define ``__iter__``.
 
-    With ``num_workers > 0`` every worker iterates its own copy; shard the stream with
+    Abstract (as torch's): instantiating one without ``__iter__`` raises TypeError. With
+    ``num_workers > 0`` every worker iterates its own copy; shard the stream with
     :func:`ember.utils.data.get_worker_info`. ``a + b`` chains two streams (:class:`ChainDataset`).
 
     Example:
@@ -52,9 +54,6 @@ class IterableDataset(Dataset):
         >>> list(Count() + Count())
         [0, 1, 2, 0, 1, 2]
     """
-
-    def __iter__(self):
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other: Dataset) -> ChainDataset:
         return ChainDataset([self, other])
