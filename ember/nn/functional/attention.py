@@ -24,7 +24,8 @@ _NEG_INF = float("-inf")
 
 
 # -- scaled dot-product attention -------------------------------------------------------------
-def _check_sdpa(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: float) -> None:
+def _check_sdpa(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: float,
+                is_causal: bool) -> None:
     if not (query.dtype == key.dtype == value.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
                            f"query.dtype: {query.dtype} key.dtype: {key.dtype} and value.dtype: "
@@ -34,6 +35,9 @@ def _check_sdpa(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                            f"dtype, but got attn_mask.dtype: {attn_mask.dtype} and  query.dtype: "
                            f"{query.dtype} instead.")
+    if attn_mask is not None and is_causal:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
     if dropout_p < 0.0 or dropout_p > 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
 
@@ -72,7 +76,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             to ``(..., L, S)``.
         dropout_p: dropout probability applied to the attention weights (always applied when
             > 0, as torch; pass ``0.0`` in eval).
-        is_causal: also mask out the strict upper triangle (top-left aligned ``L x S``).
+        is_causal: mask out the strict upper triangle (top-left aligned ``L x S``); not
+            together with ``attn_mask`` (RuntimeError, as torch's differentiable path).
         scale: defaults to ``1/sqrt(E)``.
         enable_gqa: allow fewer key/value heads (dim -3) than query heads.
 
@@ -84,15 +89,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         >>> F.scaled_dot_product_attention(q, q, q, is_causal=True).shape
         ember.Size([2, 3, 4])
     """
-    _check_sdpa(query, key, value, attn_mask, dropout_p)
+    _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal)
     if enable_gqa:
         key, value = _gqa(query, key, value)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = matmul(query, key.transpose(-2, -1)) * scale  # (..., L, E) @ (..., E, S)
     masked = is_causal or attn_mask is not None
     if is_causal:
-        keep = ones(query.shape[-2], key.shape[-2], dtype=dt.bool_).tril()
-        scores = where(keep, scores, _NEG_INF)
+        attn_mask = ones(query.shape[-2], key.shape[-2], dtype=dt.bool_).tril()
     if attn_mask is not None:
         if attn_mask.dtype == dt.bool_:
             scores = where(attn_mask, scores, _NEG_INF)
