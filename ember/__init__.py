@@ -9,6 +9,7 @@ from ember import library as library
 from ember import linalg as linalg
 from ember import ops as ops
 from ember import optim as optim
+from ember import serialization as serialization
 from ember import utils as utils
 from ember.autograd.grad_mode import (
     enable_grad,
@@ -51,6 +52,7 @@ from ember.ops.reduction import *  # noqa: F403
 from ember.ops.scatter_gather import *  # noqa: F403
 from ember.ops.shape import *  # noqa: F403
 from ember.ops.views import *  # noqa: F403
+from ember.serialization import load, save
 from ember.tensor import Size, Tensor, from_numpy
 from ember.tensor.interop import from_dlpack
 from ember.tensor.printing import get_printoptions, set_printoptions
