@@ -127,17 +127,38 @@ _GELU_KAPPA = 0.044715
 
 @derivative(gelu, save=("input",))
 def _gelu_backward(ctx, grad):
+    return gelu_backward(grad, ctx.input, approximate=ctx.approximate)
+
+
+@operator("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
+          _P, method=False)
+def gelu_backward(grad_output, input, *, approximate="none"):
+    """``grad_output * gelu'(input)``: gelu's gradient as one fused kernel."""
+    _require_tensor("gelu_backward", input)
+    if grad_output._shape != input._shape:
+        raise RuntimeError(f"gelu_backward: grad_output shape {list(grad_output._shape)} does "
+                           f"not match input shape {list(input._shape)}")
+    return _act_spec("gelu_backward", input)
+
+
+@derivative(gelu_backward, save=("grad_output", "input"))
+def _gelu_double_backward(ctx, grad):
     x = ctx.input
-    if ctx.approximate == "tanh":
+    approximate = ctx.approximate
+    d_grad_output = gelu_backward(grad, x, approximate=approximate)
+    return d_grad_output, grad * ctx.grad_output * _gelu_second(x, approximate)
+
+
+def _gelu_second(x: Tensor, approximate: str) -> Tensor:
+    """``gelu''(x)``: ``phi(x) (2 - x^2)`` exactly; the tanh form's own second derivative."""
+    if approximate == "tanh":
         x_sq = x * x
-        inner = (x + x_sq * x * _GELU_KAPPA) * _GELU_BETA
-        t = inner.tanh()
-        left = (t + 1) * 0.5
-        right = x * 0.5 * (1 - t * t) * ((x_sq * (3 * _GELU_KAPPA) + 1) * _GELU_BETA)
-        return grad * (left + right)
-    cdf = ((x * _SQRT_HALF).erf() + 1) * 0.5
+        du = (x_sq * (3 * _GELU_KAPPA) + 1) * _GELU_BETA
+        t = ((x + x_sq * x * _GELU_KAPPA) * _GELU_BETA).tanh()
+        d2u = x * (6 * _GELU_KAPPA * _GELU_BETA)
+        return (1 - t * t) * (du + x * 0.5 * (d2u - t * du * du * 2))
     pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
-    return grad * (cdf + x * pdf)
+    return pdf * (2 - x * x)
 
 
 @operator("silu(Tensor self) -> Tensor", _P, method=False)

@@ -16,9 +16,10 @@ def to_ember(t: torch.Tensor, requires_grad: bool = False) -> ember.Tensor:
 
 
 def to_np(t) -> np.ndarray:
-    if isinstance(t, torch.Tensor):
+    """A NumPy array of a torch or ember tensor (arrays and numbers pass through)."""
+    if isinstance(t, torch.Tensor | ember.Tensor):
         return t.detach().numpy()
-    return t.detach().numpy()
+    return np.asarray(t)
 
 
 def close(a, b, atol=1e-5, rtol=1e-5, msg="") -> None:

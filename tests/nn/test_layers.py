@@ -151,6 +151,24 @@ def test_softmax_double_backward():
     assert ember.autograd.gradgradcheck(lambda t: log_softmax(t, 0), (x,))
     assert ember.autograd.gradcheck(lambda t: nn.functional.gelu(t, approximate="tanh"), (x,))
     assert ember.autograd.gradgradcheck(nn.functional.gelu, (x,))
+    assert ember.autograd.gradgradcheck(lambda t: nn.functional.gelu(t, "tanh"), (x,))
+    for name in ("silu", "mish", "softplus", "elu", "leaky_relu", "logsigmoid", "hardswish"):
+        assert ember.autograd.gradcheck(getattr(nn.functional, name), (x,)), name
+
+
+def test_gelu_second_derivative_matches_torch():
+    x = _randn(5, dtype=torch.float64) * 2
+    for approximate in ("none", "tanh"):
+        tx = x.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(torch.nn.functional.gelu(tx, approximate=approximate).sum(),
+                                   tx, create_graph=True)
+        (gg,) = torch.autograd.grad(g.sum(), tx)
+        ex = to_ember(x, True)
+        (eg,) = ember.autograd.grad(nn.functional.gelu(ex, approximate).sum(), ex,
+                                    create_graph=True)
+        (egg,) = ember.autograd.grad(eg.sum(), ex)
+        close(eg, g, 1e-10, 1e-10)
+        close(egg, gg, 1e-10, 1e-10)
 
 
 @pytest.mark.parametrize("cls", ["BatchNorm1d", "BatchNorm2d"])

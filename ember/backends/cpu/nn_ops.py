@@ -67,9 +67,35 @@ def _gelu(a, approximate="none"):
     if approximate == "tanh":
         inner = _BETA * (a + 0.044715 * a * a * a)
         return 0.5 * a * (1 + np.tanh(inner))
+    return a * _cdf(a)
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_KAPPA = 0.044715
+
+
+def _cdf(a):
     if a.dtype == _F64:
-        return 0.5 * a * erfc64(-a * _SQRT_HALF)
-    return (0.5 * a * (1 + _erf_fast(a * _SQRT_HALF))).astype(a.dtype)
+        return 0.5 * erfc64(-a * _SQRT_HALF)
+    return (0.5 * (1 + _erf_fast(a * _SQRT_HALF))).astype(a.dtype)
+
+
+def _gelu_backward_kernel(grad_output, input, *, approximate="none"):
+    spec = nn.gelu_backward.meta_rule(grad_output, input, approximate=approximate)
+    a = arr(input).astype(compute_dtype(spec.dtype), copy=False)
+    g = arr(grad_output).astype(a.dtype, copy=False)
+    with ignore_fp_errors():
+        if approximate == "tanh":
+            x_sq = a * a
+            t = np.tanh(_BETA * (a + _KAPPA * x_sq * a))
+            right = 0.5 * a * (1 - t * t) * (_BETA * (1 + 3 * _KAPPA * x_sq))
+            d = 0.5 * (1 + t) + right
+        else:
+            d = _cdf(a) + a * np.exp(-0.5 * a * a) * _INV_SQRT_2PI
+        return _land(spec, g * d)
+
+
+nn.gelu_backward.register("CPU", _gelu_backward_kernel)
 
 
 def _sigmoid(a):
