@@ -1,7 +1,6 @@
 """Activation modules: thin wrappers over ``ember.nn.functional`` with torch's reprs.
 
-MultiheadAttention belongs with the attention code (``ember/nn/modules/transformer.py``), not
-here.
+MultiheadAttention lives with the attention code in ``ember/nn/modules/transformer.py``.
 """
 
 from __future__ import annotations
@@ -350,5 +349,3 @@ class Softshrink(Hardshrink):
     def forward(self, input: Tensor) -> Tensor:
         return F.softshrink(input, self.lambd)
 
-
-# -- MultiheadAttention: defined by the attention owner, below this line ---------------------
