@@ -19,6 +19,16 @@ gives the lowest address) and a sorted list of the sizes present. An exact-size 
 dict lookup; otherwise ``bisect`` over the sizes finds the smallest size that fits. Both give
 PyTorch's ``lower_bound((size, ptr))`` answer.
 
+NOTE [Exact-size lane]
+A freed small-pool block is counted as freed at once but parked, unmerged, in a per-size lane;
+the next small request of exactly that size takes it back without the split and merge a round
+trip through the pool costs. Any other small request, a new segment, ``empty_cache``, a
+snapshot, the statistics and settings changes first settle the lane (free and merge its
+blocks), so what can be observed is PyTorch's state: totals are always exact and blocks,
+merging and inactive-split figures are exact whenever looked at. The one difference: an
+exact-size request gets the most recently freed block of that size, where PyTorch's best fit
+might pick another address. Recording history turns the lane off.
+
 NOTE [Statistics are counters]
 Every statistic of ``memory_stats()`` is a counter updated where the block state changes: the
 current value, its peak, and the cumulative decrease ("freed"); the cumulative increase is
@@ -267,6 +277,9 @@ class CachingAllocator:
         self.busy = False
         self.pending: list[Block] = []
         self.spare: Block | None = None  # one recycled Block object for the next split
+        self.lane: dict[int, list[Block]] = {}  # NOTE [Exact-size lane]
+        self.lane_n = 0
+        self.lane_on = caching
         self.num_alloc_retries = 0
         self.num_ooms = 0
         self.num_device_alloc = 0
@@ -281,6 +294,8 @@ class CachingAllocator:
     # -- configuration -----------------------------------------------------------------------
     def configure(self, config: AllocatorConfig) -> None:
         """Adopt new settings (cached blocks stay; the rules apply from the next request)."""
+        if hasattr(self, "lane"):
+            self.flush()
         self.config = config
         self.max_split = config.max_split_size
         self.max_nsr = config.max_non_split_rounding
@@ -313,62 +328,25 @@ class CachingAllocator:
             return None
         self.busy = True
         try:
-            pool = self.small if size <= K_SMALL_SIZE else self.large
-            block = self._get_free_block(pool, size) if self.caching else None
-            if block is None:
-                block = self._alloc_new(pool, size, nbytes)
-            # split when the remainder is worth keeping (NOTE [Caching allocator])
-            bsize = block.size
-            remaining = bsize - size
-            was_split = block.prev is not None or block.next is not None
-            if remaining >= K_MIN_BLOCK if pool.small else \
-                    size < self.max_split and remaining > K_SMALL_SIZE:
-                rest = self.spare  # a merged-away free block: requested, allocated, ctx unset
-                if rest is None:
-                    rest = _new(Block)
-                    rest.requested = 0
-                    rest.allocated = False
-                    rest.ctx = None
+            if size <= K_SMALL_SIZE:
+                pool = self.small
+                lane = self.lane.get(size)
+                if lane:  # NOTE [Exact-size lane]
+                    block = lane.pop()
+                    self.lane_n -= 1
                 else:
-                    self.spare = None
-                rest.seg = block.seg
-                ptr = rest.ptr = block.ptr + size
-                rest.size = remaining
-                rest.gc_base = pool.calls
-                rest.prev = block
-                nxt = rest.next = block.next
-                if nxt is not None:
-                    nxt.prev = rest
-                block.next = rest
-                block.size = size
-                bucket = pool.buckets.get(remaining)
-                if bucket is None:
-                    pool.buckets[remaining] = [-ptr]
-                    insort(pool.sizes, remaining)
-                else:
-                    insort(bucket, -ptr)
-                self.free_blocks[ptr] = rest
-                if was_split:
-                    pool.ib -= size
-                    pool.ib_fr += size
-                    c = self.all
-                    c.ib -= size
-                    c.ib_fr += size
-                else:  # a new inactive split block: pool.inactive(remaining, 1), inlined
-                    for c in (pool, self.all):
-                        v = c.ib = c.ib + remaining
-                        c.ib_al += remaining
-                        if v > c.ib_pk:
-                            c.ib_pk = v
-                        v = c.ic = c.ic + 1
-                        c.ic_al += 1
-                        if v > c.ic_pk:
-                            c.ic_pk = v
+                    if self.lane_n:
+                        self._flush()
+                    block = self._get_free_block(pool, size) if self.caching else None
+                    if block is None:
+                        block = self._alloc_new(pool, size, nbytes)
+                    size = self._split(pool, block, size)
             else:
-                size = bsize
-                if was_split:
-                    pool.inactive(-bsize, -1)
-                    self.all.inactive(-bsize, -1)
+                pool = self.large
+                block = self._get_free_block(pool, size) if self.caching else None
+                if block is None:
+                    block = self._alloc_new(pool, size, nbytes)
+                size = self._split(pool, block, size)
             block.allocated = True
             block.requested = nbytes
             # counters (NOTE [Statistics are counters])
@@ -410,6 +388,61 @@ class CachingAllocator:
         from ember.memory.diagnose import out_of_memory
         raise out_of_memory(self, oom.nbytes, oom.size, oom.alloc_size)
 
+    def _split(self, pool: Pool, block: Block, size: int) -> int:
+        """Split ``block`` when the remainder is worth keeping; the size handed out."""
+        bsize = block.size
+        remaining = bsize - size
+        was_split = block.prev is not None or block.next is not None
+        if remaining >= K_MIN_BLOCK if pool.small else \
+                size < self.max_split and remaining > K_SMALL_SIZE:
+            rest = self.spare  # a merged-away free block: requested, allocated, ctx unset
+            if rest is None:
+                rest = _new(Block)
+                rest.requested = 0
+                rest.allocated = False
+                rest.ctx = None
+            else:
+                self.spare = None
+            rest.seg = block.seg
+            ptr = rest.ptr = block.ptr + size
+            rest.size = remaining
+            rest.gc_base = pool.calls
+            rest.prev = block
+            nxt = rest.next = block.next
+            if nxt is not None:
+                nxt.prev = rest
+            block.next = rest
+            block.size = size
+            bucket = pool.buckets.get(remaining)
+            if bucket is None:
+                pool.buckets[remaining] = [-ptr]
+                insort(pool.sizes, remaining)
+            else:
+                insort(bucket, -ptr)
+            self.free_blocks[ptr] = rest
+            if was_split:
+                pool.ib -= size
+                pool.ib_fr += size
+                c = self.all
+                c.ib -= size
+                c.ib_fr += size
+            else:  # a new inactive split block: pool.inactive(remaining, 1), inlined
+                for c in (pool, self.all):
+                    v = c.ib = c.ib + remaining
+                    c.ib_al += remaining
+                    if v > c.ib_pk:
+                        c.ib_pk = v
+                    v = c.ic = c.ic + 1
+                    c.ic_al += 1
+                    if v > c.ic_pk:
+                        c.ic_pk = v
+        else:
+            size = bsize
+            if was_split:
+                pool.inactive(-bsize, -1)
+                self.all.inactive(-bsize, -1)
+        return size
+
     def _get_free_block(self, pool: Pool, size: int) -> Block | None:
         """The best-fitting cached free block, out of its pool (NOTE [Free blocks by size])."""
         buckets = pool.buckets
@@ -440,7 +473,9 @@ class CachingAllocator:
 
     def _alloc_new(self, pool: Pool, size: int, nbytes: int) -> Block:
         """A new segment for a miss: allocate, else release cached memory and retry, else OOM."""
-        alloc_size = allocation_size(size)
+        alloc_size = allocation_size(size) if self.caching else size
+        if self.lane_n:
+            self._flush()
         if self.config.gc_threshold and self.limit_set:
             self._garbage_collect()
         block = self._alloc_segment(pool, alloc_size)
@@ -510,7 +545,18 @@ class CachingAllocator:
             return
         self.busy = True
         try:
-            self._free(block)
+            if self.lane_on and block.seg.small:  # NOTE [Exact-size lane]
+                self._count_free(block)
+                block.allocated = _LANE
+                size = block.size
+                lane = self.lane.get(size)
+                if lane is None:
+                    self.lane[size] = [block]
+                else:
+                    lane.append(block)
+                self.lane_n += 1
+            else:
+                self._free(block)
         finally:
             self.busy = False
             if self.pending:
@@ -527,6 +573,35 @@ class CachingAllocator:
             self.busy = False
 
     def _free(self, block: Block) -> None:
+        self._count_free(block)
+        self._free_block(block)
+
+    def _flush(self) -> None:
+        """Give every block of the exact-size lane back to its pool (merging)."""
+        lanes = self.lane
+        self.lane = {}
+        self.lane_n = 0
+        for blocks in lanes.values():
+            for block in blocks:
+                self._free_block(block)
+
+    def flush(self) -> None:
+        """Settle the exact-size lane, so blocks and statistics are exactly PyTorch's."""
+        with self.lock:
+            if self.lane_n and not self.busy:
+                self.busy = True
+                try:
+                    self._flush()
+                finally:
+                    self.busy = False
+
+    def set_recording(self, on: bool) -> None:
+        """Turn history recording on or off (recording bypasses the exact-size lane)."""
+        self.flush()
+        self.recording = on
+        self.lane_on = self.caching and not on
+
+    def _count_free(self, block: Block) -> None:
         seg = block.seg
         pool = self.small if seg.small else self.large
         size = block.size
@@ -550,6 +625,12 @@ class CachingAllocator:
         if size >= self.max_split:
             self.oa[0] -= 1
             self.oa[3] += 1
+
+    def _free_block(self, block: Block) -> None:
+        """Put a block whose release is counted back into its pool, merging neighbours."""
+        seg = block.seg
+        pool = self.small if seg.small else self.large
+        size = block.size
         block.allocated = False
         block.requested = 0
         block.ctx = None
@@ -716,6 +797,7 @@ class CachingAllocator:
         with self.lock:
             self.busy = True
             try:
+                self._flush()
                 self._release_cached()
             finally:
                 self.busy = False
@@ -743,10 +825,12 @@ class CachingAllocator:
     # -- introspection -----------------------------------------------------------------------
     def largest_free_block(self) -> int:
         """Size of the largest cached free block (0 when none)."""
+        self.flush()
         return max((p.sizes[-1] for p in (self.small, self.large) if p.sizes), default=0)
 
     def check(self) -> None:
         """Assert the allocator's invariants (tests): tiling, merging, pools, counters."""
+        self.flush()
         with self.lock:
             totals = {True: [0, 0, 0, 0, 0, 0, 0], False: [0, 0, 0, 0, 0, 0, 0]}
             free_seen = 0
@@ -797,6 +881,7 @@ def _blocks(seg: Segment):
         b = b.next
 
 
+_LANE = 2  # Block.allocated of a freed block waiting in the exact-size lane (truthy: no merge)
 _MEMORY_DIR = os.path.dirname(os.path.abspath(__file__))
 
 

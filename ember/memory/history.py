@@ -60,7 +60,7 @@ def record_history(alloc: CachingAllocator, enabled=True, max_entries: int = sys
         elif clear_history:
             alloc.trace.clear()
         was = any(a.recording for a in ALLOCATORS.values())
-        alloc.recording = on
+        alloc.set_recording(on)
         now = any(a.recording for a in ALLOCATORS.values())
     if now != was:
         for on_enable, on_disable in _hooks:
@@ -98,6 +98,7 @@ def _segment_dict(alloc: CachingAllocator, seg) -> dict:
 
 def memory_snapshot(alloc: CachingAllocator) -> list[dict]:
     """Every segment (by address) with its blocks: address, size, requested size, state."""
+    alloc.flush()
     with alloc.lock:
         return [_segment_dict(alloc, alloc.segments[a]) for a in sorted(alloc.segments)]
 

@@ -20,6 +20,7 @@ _FIELDS = ("current", "peak", "allocated", "freed")
 
 def memory_stats(alloc: CachingAllocator) -> OrderedDict:
     """The allocator's statistics as a flat, key-sorted dict (``torch.cuda.memory_stats``)."""
+    alloc.flush()
     with alloc.lock:
         out = {}
         counters = {"all": alloc.all, "small_pool": alloc.small, "large_pool": alloc.large}
