@@ -153,8 +153,13 @@ def test_worker_init_fn_error_and_unpicklable_batch_are_reraised():
 def test_timeout_raises_runtime_error(monkeypatch):
     monkeypatch.setattr(dataloader, "JOIN_TIMEOUT", 0.2)  # do not wait for the sleeping worker
     dl = loader(D.Sleepy(2, seconds=30), batch_size=None, num_workers=1, timeout=0.05)
+    it = iter(dl)
     with pytest.raises(RuntimeError, match=r"^DataLoader timed out after 0.05 seconds$"):
-        next(iter(dl))
+        next(it)
+    worker = it._workers[0]
+    del it
+    gc.collect()  # while JOIN_TIMEOUT is still patched
+    assert not worker.is_alive()
 
 
 def test_dead_worker_is_reported(monkeypatch):
