@@ -167,7 +167,8 @@ class Segment:
 class Block:
     """A piece of a segment: allocated to one Storage, or free and cached in its pool."""
 
-    __slots__ = ("seg", "ptr", "size", "requested", "prev", "next", "allocated", "gc_base", "ctx")
+    __slots__ = ("seg", "ptr", "size", "requested", "prev", "next", "allocated", "gc_base", "ctx",
+                 "arr")
 
     @property
     def offset(self) -> int:
@@ -401,6 +402,7 @@ class CachingAllocator:
                 rest.requested = 0
                 rest.allocated = False
                 rest.ctx = None
+                rest.arr = None
             else:
                 self.spare = None
             rest.seg = block.seg
@@ -515,6 +517,7 @@ class CachingAllocator:
         block.allocated = False
         block.gc_base = pool.calls
         block.ctx = None
+        block.arr = None
         seg.head = block
         self.segments[addr] = seg
         self.num_device_alloc += 1
@@ -634,6 +637,7 @@ class CachingAllocator:
         block.allocated = False
         block.requested = 0
         block.ctx = None
+        block.arr = None
         d_bytes = d_blocks = 0
         free_blocks = self.free_blocks
         buckets = pool.buckets

@@ -76,6 +76,7 @@ class Storage:
         block = self._block
         if block is not None:
             self._block = None
+            block.arr = self._buf
             try:
                 self._alloc.free(block)
             except Exception:  # interpreter shutdown  # noqa: BLE001
@@ -152,8 +153,10 @@ def new_cpu_array(nbytes: int, shape: tuple, npdtype) -> tuple[Storage, np.ndarr
         st._ptr = None
     else:
         st._block = block
-        seg = block.seg
-        arr = np.ndarray(shape, npdtype, seg.buf, block.ptr - seg.addr)
+        arr = block.arr  # the array of the block's last tensor, when it came from the lane
+        if arr is None or arr.shape != shape or arr.dtype != npdtype:
+            seg = block.seg
+            arr = np.ndarray(shape, npdtype, seg.buf, block.ptr - seg.addr)
         st._ptr = block.ptr
     st._buf = arr
     return st, arr
