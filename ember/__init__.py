@@ -7,6 +7,7 @@ from ember import autograd as autograd
 from ember import backends as _backends  # noqa: F401  (registers kernels)
 from ember import library as library
 from ember import linalg as linalg
+from ember import nn as nn
 from ember import ops as ops
 from ember import optim as optim
 from ember import serialization as serialization
@@ -46,6 +47,7 @@ from ember.ops._promotion import result_type
 from ember.ops.copy import clone
 from ember.ops.creation import *  # noqa: F403
 from ember.ops.linalg import *  # noqa: F403
+from ember.ops.nn_ops import *  # noqa: F403
 from ember.ops.pointwise import *  # noqa: F403
 from ember.ops.random import *  # noqa: F403
 from ember.ops.reduction import *  # noqa: F403

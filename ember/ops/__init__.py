@@ -6,7 +6,18 @@ through ``ember.library``.
 """
 
 from ember.ops import (  # noqa: F401
-    copy, creation, indexing, linalg, pointwise, random, reduction, scatter_gather, shape, views,
+    conv,
+    copy,
+    creation,
+    indexing,
+    linalg,
+    nn_ops,
+    pointwise,
+    random,
+    reduction,
+    scatter_gather,
+    shape,
+    views,
 )
 from ember.ops.methods import bind_tensor_methods
 from ember.ops.namespaces import namespace_getattr

@@ -190,6 +190,22 @@ class Tensor:
         return self._is_inference
 
     @property
+    def data(self) -> Tensor:
+        """The same memory outside autograd, with a version counter of its own (torch's .data)."""
+        out = make_tensor(self._storage, self._shape, self._stride, self._offset, self._dtype,
+                          self._device)
+        out._is_inference = self._is_inference
+        return out
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        self._storage, self._dtype, self._device = value._storage, value._dtype, value._device
+        self._ver.keys |= TENSOR_KEYS[value._device.type]
+        self._set_meta(value._shape, value._stride, value._offset)
+
+    @property
     def grad(self) -> Tensor | None:
         """The accumulated gradient of a leaf (None until a backward reaches it)."""
         return self._grad
