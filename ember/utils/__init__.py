@@ -1,5 +1,6 @@
-"""L8: utilities over the lower layers; ``ember.utils.dispatch`` looks inside the dispatcher."""
+"""L8: utilities over the lower layers: ``dispatch`` looks inside the dispatcher, ``data`` loads
+datasets in batches."""
 
-from ember.utils import dispatch
+from ember.utils import data, dispatch
 
-__all__ = ["dispatch"]
+__all__ = ["data", "dispatch"]
