@@ -93,16 +93,16 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if enable_gqa:
         key, value = _gqa(query, key, value)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = matmul(query, key.transpose(-2, -1)) * scale  # (..., L, E) @ (..., E, S)
-    masked = is_causal or attn_mask is not None
-    if is_causal:
+    # (..., L, E) @ (..., E, S); scaling q is cheaper than scaling the scores when E < S
+    scores = matmul(query * scale, key.transpose(-2, -1))
+    if is_causal:  # top-left aligned: every row keeps key 0, so no row is fully masked
         attn_mask = ones(query.shape[-2], key.shape[-2], dtype=dt.bool_).tril()
     if attn_mask is not None:
         if attn_mask.dtype == dt.bool_:
             scores = where(attn_mask, scores, _NEG_INF)
         else:
             scores = scores + attn_mask
-    attn = _masked_softmax(scores) if masked else softmax(scores, -1)
+    attn = softmax(scores, -1) if attn_mask is None or is_causal else _masked_softmax(scores)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, training=True)
     return matmul(attn, value)  # (..., L, S) @ (..., S, Ev)
@@ -120,6 +120,13 @@ def _canonical_mask(mask: Tensor | None, name: str, dtype) -> Tensor | None:
     return mask
 
 
+def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    """``linear`` over the last dim as one 2-D GEMM (``(L, N, E) -> (L*N, E)``): NumPy's
+    batched matmul against a broadcast, transposed weight is far slower than a single GEMM."""
+    lead = x.shape[:-1]
+    return linear(x.reshape(-1, x.shape[-1]), w, b).reshape(*lead, w.shape[0])
+
+
 def _in_projection(query, key, value, w, b, sep) -> tuple[Tensor, Tensor, Tensor]:
     """Project q, k, v: one GEMM for self-attention with a packed weight, three otherwise."""
     bq = bk = bv = None
@@ -130,9 +137,9 @@ def _in_projection(query, key, value, w, b, sep) -> tuple[Tensor, Tensor, Tensor
     else:
         if query is key and key is value:
             # (L, N, E) @ (E, 3E) -> (L, N, 3E) -> three (L, N, E)
-            return tuple(linear(query, w, b).chunk(3, -1))
+            return tuple(_linear(query, w, b).chunk(3, -1))
         wq, wk, wv = w.chunk(3)
-    return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+    return _linear(query, wq, bq), _linear(key, wk, bk), _linear(value, wv, bv)
 
 
 def _check_attn_mask(attn_mask: Tensor, tgt_len: int, src_len: int, bh: int) -> Tensor:

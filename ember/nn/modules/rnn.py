@@ -42,20 +42,20 @@ def _relu_step(gi, state, w_hh_t, b_hh, w_hr_t):
 
 def _lstm_step(gi, state, w_hh_t, b_hh, w_hr_t):
     h, c = state
-    i, f, g, o = addmm(gi, h, w_hh_t).chunk(4, 1)  # (N, 4H) -> 4 x (N, H)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
+    gates = addmm(gi, h, w_hh_t)  # (N, 4H): i, f, g, o
+    i, f, _, o = gates.sigmoid().chunk(4, 1)  # one sigmoid op for three gates
+    g = gates.chunk(4, 1)[2].tanh()
+    c = f * c + i * g
+    h = o * c.tanh()
     return (h if w_hr_t is None else h.matmul(w_hr_t)), c
 
 
 def _gru_step(gi, state, w_hh_t, b_hh, w_hr_t):
     h = state[0]
     gh = h.matmul(w_hh_t) if b_hh is None else addmm(b_hh, h, w_hh_t)
-    i_r, i_z, i_n = gi.chunk(3, 1)
-    h_r, h_z, h_n = gh.chunk(3, 1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
+    hidden = h.shape[1]
+    r, z = (gi[:, :2 * hidden] + gh[:, :2 * hidden]).sigmoid().chunk(2, 1)  # (N, 2H) -> r, z
+    n = (gi[:, 2 * hidden:] + r * gh[:, 2 * hidden:]).tanh()
     return (n + z * (h - n),)  # == (1 - z) * n + z * h
 
 
@@ -193,7 +193,8 @@ class RNNBase(Module):
         outs, finals = [], []
         for d, suffix in enumerate(("", "_reverse")[:2 if self.bidirectional else 1]):
             w_ih, b_ih, weights = self._direction_weights(layer, suffix)
-            gi = F.linear(x, w_ih, b_ih)  # the whole sequence's input projection, one GEMM
+            # the whole sequence's input projection as one 2-D GEMM: (T*N, in) @ (in, G*H)
+            gi = F.linear(x.reshape(-1, x.shape[-1]), w_ih, b_ih).reshape(*x.shape[:-1], -1)
             state = states[d]
             if sizes is None:
                 seq, final = _scan(step, gi.unbind(0), state, weights, reverse=d == 1)
