@@ -3,7 +3,9 @@
 1. Alloc + free round trip (µs) of 4 KiB, 1 MiB and 64 MiB blocks: the allocator alone
    (``malloc``/``free``), a whole ember tensor (``ember.empty`` then ``del``), and
    ``numpy.empty`` for reference. Every round trip after the first is served from the cache.
-2. A training-like loop: an MLP (``ember.nn`` + ``ember.optim.SGD`` when they are there, else
+2. Tiny ops (the per-call overhead of ``bench/overhead.py``) with outputs from the allocator
+   and, patched in for comparison, from ``numpy.empty`` as before the allocator existed.
+3. A training-like loop: an MLP (``ember.nn`` + ``ember.optim.SGD`` when they are there, else
    the same MLP written with matmuls and a manual update) run with the caching allocator and
    with a pass-through allocator (each block its own segment, released on free: what
    ``EMBER_NO_MEMORY_CACHING=1`` gives), reporting ms per step and reserved/allocated at peak.
@@ -140,6 +142,39 @@ def training(steps: int, repeat: int, batch: int = 256, width: int = 512,
     print(f"(model: {what})")
 
 
+def tiny_ops(repeat: int) -> None:
+    """Tiny ops with every output from the allocator vs. from ``numpy.empty`` (the pre-allocator
+    path, patched in for comparison), interleaved in one process."""
+    import sys
+    tensor_mod = sys.modules["ember.tensor.tensor"]
+    real = tensor_mod.new_cpu_array
+
+    def numpy_path(nbytes, shape, npdtype):
+        buf = np.empty(shape, npdtype)
+        return S.Storage.wrap(buf), buf
+
+    gen = np.random.default_rng(0)
+    a16, b16 = (ember.from_numpy(gen.standard_normal(16, dtype=np.float32)) for _ in "ab")
+    a, b = (ember.from_numpy(gen.standard_normal((64, 64), dtype=np.float32)) for _ in "ab")
+    cases = [("add (16,)", lambda: a16 + b16), ("add (64,64)", lambda: a + b),
+             ("mul (64,64)", lambda: a * b), ("sum (64,64)", lambda: a.sum()),
+             ("relu (64,64)", lambda: a.relu())]
+    print("\n| op | allocator µs | numpy.empty µs | difference µs |")
+    print("|---|---:|---:|---:|")
+    for name, fn in cases:
+        got = {}
+        for _ in range(repeat):
+            for label, path in (("alloc", real), ("numpy", numpy_path)):
+                tensor_mod.new_cpu_array = path
+                try:
+                    t = best(fn, 5000, 1)
+                finally:
+                    tensor_mod.new_cpu_array = real
+                got[label] = min(got.get(label, 1.0), t)
+        e, n = got["alloc"] * 1e6, got["numpy"] * 1e6
+        print(f"| {name} | {e:.2f} | {n:.2f} | {e - n:+.2f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -148,6 +183,7 @@ def main() -> None:
     print(f"# {platform.python_version()}, NumPy {np.__version__}, ember {ember.__version__}; "
           f"best of {args.repeat}, CPU time")
     round_trips(args.repeat)
+    tiny_ops(args.repeat)
     for batch, width in ((256, 512), (128, 2048)):
         training(args.steps, max(args.repeat // 2, 2), batch, width)
 
