@@ -24,11 +24,10 @@ from ember.ops._define import Spec, derivative, operator
 from ember.ops.scatter_gather import gather
 from ember.tensor import Tensor
 
+# torch's top-level names; the rest (torch._C._nn's) are reached as ``ember.ops.conv.<name>``
 __all__ = ["convolution", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
-           "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
-           "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-           "adaptive_max_pool1d", "adaptive_max_pool2d", "constant_pad_nd", "pad", "im2col",
-           "col2im", "upsample_nearest2d", "upsample_bilinear2d"]
+           "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d",
+           "adaptive_avg_pool1d", "adaptive_max_pool1d", "constant_pad_nd"]
 
 _LEGACY = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
            "int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long",
