@@ -444,7 +444,7 @@ def im2col(input, kernel_size, dilation, padding, stride):
 
     Example:
         >>> import ember
-        >>> ember.im2col(ember.ones(1, 2, 4, 4), [2, 2], [1, 1], [0, 0], [1, 1]).shape
+        >>> ember.ops.conv.im2col(ember.ones(1, 2, 4, 4), [2, 2], [1, 1], [0, 0], [1, 1]).shape
         ember.Size([1, 8, 9])
     """
     k, d, p, s = _fold_params(kernel_size, dilation, padding, stride)
@@ -467,7 +467,8 @@ def col2im(input, output_size, kernel_size, dilation, padding, stride):
 
     Example:
         >>> import ember
-        >>> ember.col2im(ember.ones(1, 8, 9), [4, 4], [2, 2], [1, 1], [0, 0], [1, 1]).shape
+        >>> cols = ember.ones(1, 8, 9)
+        >>> ember.ops.conv.col2im(cols, [4, 4], [2, 2], [1, 1], [0, 0], [1, 1]).shape
         ember.Size([1, 2, 4, 4])
     """
     out = expand_param("output_size", output_size, 2)
@@ -567,7 +568,8 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
 
     Example:
         >>> import ember
-        >>> v, i = ember.max_pool2d_with_indices(ember.arange(16.).view(1, 4, 4), [2, 2])
+        >>> x = ember.arange(16.).view(1, 4, 4)
+        >>> v, i = ember.ops.conv.max_pool2d_with_indices(x, [2, 2])
         >>> i.tolist()
         [[[5, 7], [13, 15]]]
     """
@@ -664,7 +666,7 @@ def avg_pool2d(input, kernel_size, stride=(), padding=0, ceil_mode=False,
 
     Example:
         >>> import ember
-        >>> ember.avg_pool2d(ember.arange(16.).view(1, 4, 4), 2).tolist()
+        >>> ember.ops.conv.avg_pool2d(ember.arange(16.).view(1, 4, 4), 2).tolist()
         [[[2.5, 4.5], [10.5, 12.5]]]
     """
     k, s, p, _ = _pool_params("avg_pool2d", kernel_size, stride, padding)
@@ -749,7 +751,7 @@ def adaptive_avg_pool2d(input, output_size):
 
     Example:
         >>> import ember
-        >>> ember.adaptive_avg_pool2d(ember.arange(16.).view(1, 4, 4), 1).tolist()
+        >>> ember.ops.conv.adaptive_avg_pool2d(ember.arange(16.).view(1, 4, 4), 1).tolist()
         [[[7.5]]]
     """
     out = _check_adaptive("adaptive_avg_pool2d", input, output_size, 2)
@@ -781,7 +783,7 @@ def adaptive_max_pool2d(input, output_size):
 
     Example:
         >>> import ember
-        >>> ember.adaptive_max_pool2d(ember.arange(16.).view(1, 4, 4), 1)[1].tolist()
+        >>> ember.ops.conv.adaptive_max_pool2d(ember.arange(16.).view(1, 4, 4), 1)[1].tolist()
         [[[15]]]
     """
     out = _check_adaptive("adaptive_max_pool2d", input, output_size, 2)
@@ -895,7 +897,7 @@ def pad(input, pad, mode="constant", value=None):
 
     Example:
         >>> import ember
-        >>> ember.pad(ember.tensor([[1., 2., 3.]]), [2, 1], "reflect").tolist()
+        >>> ember.ops.conv.pad(ember.tensor([[1., 2., 3.]]), [2, 1], "reflect").tolist()
         [[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]]
     """
     p = _check_pad(input, pad, mode, value)
@@ -956,7 +958,7 @@ def upsample_nearest2d(input, output_size, scales_h=None, scales_w=None):
 
     Example:
         >>> import ember
-        >>> ember.upsample_nearest2d(ember.arange(4.).view(1, 1, 2, 2), [4, 4]).shape
+        >>> ember.ops.conv.upsample_nearest2d(ember.arange(4.).view(1, 1, 2, 2), [4, 4]).shape
         ember.Size([1, 1, 4, 4])
     """
     out = _check_upsample("upsample_nearest2d", input, output_size)
@@ -970,7 +972,8 @@ def upsample_bilinear2d(input, output_size, align_corners, scales_h=None, scales
 
     Example:
         >>> import ember
-        >>> ember.upsample_bilinear2d(ember.arange(4.).view(1, 1, 2, 2), [3, 3], True)[0, 0, 1]
+        >>> x = ember.arange(4.).view(1, 1, 2, 2)
+        >>> ember.ops.conv.upsample_bilinear2d(x, [3, 3], True)[0, 0, 1]
         tensor([1.0000, 1.5000, 2.0000])
     """
     out = _check_upsample("upsample_bilinear2d", input, output_size)
