@@ -44,6 +44,7 @@ from ember.core.dtype import (
 from ember.core.dtype import bool_ as bool  # noqa: A001
 from ember.errors import OutOfMemoryError
 from ember.ops._promotion import result_type
+from ember.ops.conv import *  # noqa: F403
 from ember.ops.copy import clone
 from ember.ops.creation import *  # noqa: F403
 from ember.ops.linalg import *  # noqa: F403

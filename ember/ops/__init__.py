@@ -5,6 +5,9 @@ Importing this package defines the built-in operators and binds them onto ``Tens
 through ``ember.library``.
 """
 
+import importlib
+import importlib.util
+
 from ember.ops import (  # noqa: F401
     conv,
     copy,
@@ -28,4 +31,7 @@ bind_tensor_methods()
 def __getattr__(name: str):
     if name.startswith("__") or name == "pytest_plugins":
         raise AttributeError(name)
+    # a family module not imported yet wins over an operator namespace of the same name
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
     return namespace_getattr(name)
