@@ -30,8 +30,9 @@ LAYERS = {
 }
 # Siblings in these layers never import one another (L0 siblings may).
 INDEPENDENT_LAYERS = {8, 9}
-# The torch-like namespace: these modules may import anything, and no layer may import them.
-NAMESPACE = {"__init__", "library", "linalg", "demo"}
+# The torch-like namespace and the applications on top (demo, examples): these may import
+# anything, and no layer may import them.
+NAMESPACE = {"__init__", "library", "linalg", "demo", "examples"}
 
 
 def _module_name(path: Path, root: Path) -> str:
