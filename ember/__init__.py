@@ -59,6 +59,7 @@ from ember.serialization import load, save
 from ember.tensor import Size, Tensor, from_numpy
 from ember.tensor.interop import from_dlpack
 from ember.tensor.printing import get_printoptions, set_printoptions
+from ember.utils import memory_history as _memory_history  # noqa: F401  (op names in history)
 
 _register_meta_kernels()
 _install_autograd_fallback()
