@@ -9,6 +9,8 @@ through ``index`` or scatters through ``index_put_``.
 from __future__ import annotations
 
 from ember.core import dtype as dt
+from ember.dispatch import AliasKey
+from ember.dispatch import dispatcher as _dispatcher
 from ember.ops._define import tensor_method
 from ember.ops.copy import copy_, fill_, to
 from ember.ops.creation import empty, full, tensor, zeros
@@ -17,7 +19,7 @@ from ember.ops.scatter_gather import index as index_op
 from ember.ops.scatter_gather import index_put_, strip_leading_ones
 from ember.ops.views import alias, reshape, select, unsqueeze
 from ember.ops.views import slice as slice_op
-from ember.tensor import Tensor
+from ember.tensor import Tensor, make_view
 
 __all__ = ["getitem", "setitem"]
 
@@ -104,9 +106,90 @@ def _normalize(self: Tensor, index) -> tuple:
     return _expand_ellipsis(self, index)
 
 
+# NOTE [Indexing fast paths]
+# ``x[1:, ::2]`` and ``x[idx]`` are common enough that the general normalisation (list
+# conversion, ellipsis expansion, one dispatch per indexed dim) dominates their cost. Two
+# shortcuts produce exactly what the general path would:
+# - ints and slices (exact ``int``/``slice``, ints in range, positive steps) compute the final
+#   view's geometry in one pass, but only when the key set would reach the plain view kernels
+#   of ``slice``/``select`` (no autograd, no dispatch mode, no override registered): the chain
+#   of those kernels would build the same ``make_view`` of the same root.
+# - one int64/int32 index tensor of dim >= 1 goes straight to ``index(self, [idx])``, the op
+#   the general path ends in.
+# Anything else (None, Ellipsis, bools, out-of-range ints, tensors that need autograd) takes
+# the general path, which also raises the errors.
+_SLICE_KERNEL = slice_op._alias[AliasKey.CompositeExplicitAutograd].fn
+_SELECT_KERNEL = select._alias[AliasKey.CompositeExplicitAutograd].fn
+
+
+def _fast_view(self: Tensor, items: tuple):
+    """The view ``self[items]`` for a tuple of ints and slices, or None (NOTE above)."""
+    shape, strides = self._shape, self._stride
+    if len(items) > len(shape):
+        return None
+    st = _dispatcher._state
+    ks = (self._ver.keys | st.included) & st.keep
+    if slice_op.lookup(ks) is not _SLICE_KERNEL:
+        return None
+    out_shape, out_stride, offset, d, trivial = [], [], self._offset, 0, True
+    for it in items:
+        c = it.__class__
+        size = shape[d]
+        if c is slice:
+            start, end, step = it.start, it.stop, it.step
+            if step is None:
+                step = 1
+            elif step.__class__ is not int or step <= 0:
+                return None
+            if start is None:
+                start = 0
+            elif start.__class__ is not int:
+                return None
+            elif start < 0:
+                start = max(start + size, 0)
+            elif start > size:
+                start = size
+            if end is None:
+                end = size
+            elif end.__class__ is not int:
+                return None
+            elif end < 0:
+                end += size
+            end = min(max(end, start), size)
+            if start or end != size or step != 1:
+                trivial = False
+            out_shape.append(max(0, (end - start + step - 1) // step))
+            out_stride.append(strides[d] * step)
+            offset += start * strides[d]
+        elif c is int:
+            if it < 0:
+                it += size
+            if not 0 <= it < size:
+                return None
+            if trivial and select.lookup(ks) is not _SELECT_KERNEL:
+                return None
+            trivial = False
+            offset += it * strides[d]
+        else:
+            return None
+        d += 1
+    if trivial:
+        return None  # the general path returns ``alias(self)``
+    return make_view(self, tuple(out_shape) + shape[d:], tuple(out_stride) + strides[d:],
+                     offset)
+
+
 @tensor_method("__getitem__")
 def getitem(self: Tensor, index) -> Tensor:
     """``self[index]``: views for basic indices, a copy when any index is advanced."""
+    c = index.__class__
+    if c is tuple or c is slice or c is int:
+        out = _fast_view(self, index if c is tuple else (index,))
+        if out is not None:
+            return out
+    elif isinstance(index, Tensor) and index._shape and self._shape and (
+            index._dtype is dt.int64 or index._dtype is dt.int32):
+        return index_op(self, [index])
     index = _normalize(self, index)
     if all(_is_basic(i) for i in index):
         return basic_view(self, index)

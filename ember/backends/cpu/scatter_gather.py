@@ -13,7 +13,7 @@ import numpy as np
 from ember.backends.cpu._util import arr, new_output
 from ember.core.layout import canonical_dim, numel
 from ember.ops import scatter_gather as sg
-from ember.tensor import Tensor
+from ember.tensor import Tensor, empty_tensor
 
 _HALF = (np.dtype(np.float16), sg.dt.bfloat16.np)
 _F32 = np.dtype(np.float32)
@@ -275,6 +275,9 @@ def _index_fill_(self, dim, index, value):
     return self
 
 
+_INT64, _INT32 = sg.dt.int64, sg.dt.int32
+
+
 # -- index / index_put -------------------------------------------------------------------------
 def _numpy_key(self: Tensor, entries) -> tuple[tuple, tuple]:
     """NumPy index tuple for validated ``entries`` and the indexed (result) shape."""
@@ -302,6 +305,17 @@ def _numpy_key(self: Tensor, entries) -> tuple[tuple, tuple]:
 
 @sg.index.impl("CPU")
 def _index(self, indices):
+    if indices.__class__ is list and len(indices) == 1 and self._shape:
+        t = indices[0]
+        if isinstance(t, Tensor) and (t._dtype is _INT64 or t._dtype is _INT32):
+            # ``x[idx]`` hot path: one index tensor on dim 0 is a ``take`` along it
+            a = arr(t)
+            sg.check_bounds(a, self._shape[0], 0, negative=True, error=IndexError)
+            shape = t._shape + self._shape[1:]
+            o = empty_tensor(shape, self._dtype)
+            if numel(shape):
+                np.take(arr(self), a, axis=0, out=arr(o), mode="wrap")  # bounds checked
+            return o
     key, shape = _numpy_key(self, sg.index_entries(self, indices))
     o = new_output(shape, self._dtype)
     if numel(shape):
