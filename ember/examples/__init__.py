@@ -1,0 +1,1 @@
+"""Runnable training examples: ``python -m ember.examples.charlm`` and ``ember.examples.digits``."""
