@@ -19,10 +19,12 @@ import heapq
 import threading
 from collections.abc import Sequence
 
-from ember.autograd import grad_mode
+from ember.autograd import anomaly, grad_mode
 from ember.autograd._ops import op as aten
 from ember.autograd.graph import AccumulateGrad, Node, gradient_edge
-from ember.tensor import Tensor
+from ember.core.device import CPU
+from ember.dispatch import dispatcher as _dispatcher
+from ember.tensor import Tensor, empty_tensor, numpy_view
 
 __all__ = ["backward", "grad", "queue_callback", "run_backward"]
 
@@ -56,10 +58,15 @@ class _GraphRoot(Node):
         super().__init__()
         self.next_functions = tuple(edges)
         self.grads = tuple(grads)
-        self.sequence_nr = float("inf")
+        self.sequence_nr = _INF
 
     def apply(self, grads):
         return self.grads
+
+
+_INF = float("inf")
+_GRAD_PROPERTY = Tensor.grad
+_heappush, _heappop = heapq.heappush, heapq.heappop
 
 
 def _as_tuple(x) -> tuple:
@@ -79,7 +86,12 @@ def _make_root_grads(tensors: Sequence[Tensor], grad_tensors: Sequence, create_g
             if not t._dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar "
                                    f"outputs but got {t._dtype}")
-            g = aten("ones_like")(t)
+            if not t._shape and t._device is CPU and not _dispatcher._state.modes:
+                # the usual scalar loss: what ones_like(t) makes, without a dispatch round trip
+                g = empty_tensor((), t._dtype)
+                numpy_view(g)[()] = 1
+            else:
+                g = aten("ones_like")(t)
         elif not isinstance(g, Tensor):
             g = aten("full_like")(t, g)
         elif g._shape != t._shape:
@@ -187,7 +199,7 @@ def _sum_to(g: Tensor, shape: tuple, node: Node, i: int) -> Tensor:
 
 
 def _call_tensor_pre_hooks(node: Node, grads: list) -> list:
-    if isinstance(node, AccumulateGrad):
+    if node.__class__ is AccumulateGrad:
         leaf_hooks = node.variable._hooks
         if leaf_hooks and grads[0] is not None:
             for fn in list(leaf_hooks.values()):
@@ -216,17 +228,27 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
     var = node.variable
     if grad is None:
         return
-    if var.grad is None:
+    if var._grad is None:
         # A gradient tensor may be adopted as ``.grad`` once: a node can hand the same tensor
         # to several inputs (add does), and leaves must not share their .grad memory.
-        owned = id(grad) not in taken and not any(grad is r for r in root_grads)
+        owned = id(grad) not in taken
+        if owned:
+            for r in root_grads:
+                if grad is r:
+                    owned = False
+                    break
         taken.add(id(grad))
         if create_graph:
-            var.grad = grad if owned else grad.clone()
-        elif owned and grad._base is None and grad.is_contiguous() and grad.grad_fn is None:
-            var.grad = grad.detach()
+            new = grad if owned else grad.clone()
+        elif owned and grad._base is None and grad.grad_fn is None and grad.is_contiguous():
+            new = grad.detach()
         else:
-            var.grad = grad.detach().clone(memory_format="contiguous_format")
+            new = grad.detach().clone(memory_format="contiguous_format")
+        if type(var).grad is _GRAD_PROPERTY and new._dtype is var._dtype and \
+                new._device is var._device and new._shape == var._shape:
+            var._grad = new  # what the setter would store after its checks
+        else:
+            var.grad = new
     elif create_graph or grad_mode.is_grad_enabled():
         var.grad = var.grad + grad
     else:
@@ -274,21 +296,26 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     _engine.callbacks = []
     _engine.checkpoint_valid = prev[1] and not inputs
     _engine.depth += 1
-    saved_grad_mode = grad_mode.grad_state().enabled
-    grad_mode.grad_state().enabled = create_graph
+    grad_st = grad_mode._grad
+    saved_grad_mode = grad_st.enabled
+    grad_st.enabled = create_graph
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
-            in_grads = _call_tensor_pre_hooks(node, buffers.pop(node))
-            at = capture_at.get(id(node))
-            if at:
-                for nr, k in at:
-                    captured[k] = in_grads[nr]
-                if capture and isinstance(node, AccumulateGrad):
-                    continue
+            node = _heappop(ready)[2]
+            in_grads = buffers.pop(node)
+            is_accumulate = node.__class__ is AccumulateGrad
+            if is_accumulate or node._tensor_pre_hooks or node._retain_hooks:
+                in_grads = _call_tensor_pre_hooks(node, in_grads)
+            if capture_at:
+                at = capture_at.get(id(node))
+                if at:
+                    for nr, k in at:
+                        captured[k] = in_grads[nr]
+                    if capture and is_accumulate:
+                        continue
             if needed is not None and id(node) not in needed:
                 continue
-            if isinstance(node, AccumulateGrad):
+            if is_accumulate:
                 if not capture:
                     _accumulate(node, in_grads[0], create_graph, root_grads, taken)
                 continue
@@ -316,21 +343,22 @@ def _run_node(node: Node, in_grads: list, retain_graph: bool, buffers, deps, rea
             res = fn(tuple(in_grads))
             if res is not None:
                 in_grads = list(res)
-    if all(g is None for g in in_grads):
+    for g in in_grads:
+        if g is not None:
+            try:
+                outs = _validate(node, node.apply(tuple(in_grads)))
+            except Exception:
+                _anomaly_report(node)
+                raise
+            break
+    else:  # every incoming gradient is None
         outs = [None] * len(node.next_functions)
-    else:
-        try:
-            outs = _validate(node, node.apply(tuple(in_grads)))
-        except Exception:
-            _anomaly_report(node)
-            raise
     if node._post_hooks:
         for fn in list(node._post_hooks.values()):
             res = fn(tuple(outs), tuple(in_grads))
             if res is not None:
                 outs = list(res)
-    from ember.autograd import anomaly
-    if anomaly.is_anomaly_check_nan_enabled():
+    if anomaly._state.enabled and anomaly.is_anomaly_check_nan_enabled():
         anomaly.check_nan(node, outs)
     if not retain_graph:
         node.release_variables()
@@ -338,7 +366,6 @@ def _run_node(node: Node, in_grads: list, retain_graph: bool, buffers, deps, rea
 
 
 def _anomaly_report(node: Node) -> None:
-    from ember.autograd import anomaly
     if anomaly.is_anomaly_enabled():
         anomaly.report(node)
 
@@ -352,9 +379,10 @@ def _feed(node: Node, outs, buffers, deps, ready, needed) -> None:
             buf = buffers[nxt] = [None] * nxt._num_outputs
         if g is not None:
             buf[nr] = g if buf[nr] is None else buf[nr] + g
-        deps[nxt] -= 1
-        if deps[nxt] == 0:
-            heapq.heappush(ready, (-nxt.sequence_nr, id(nxt), nxt))
+        left = deps[nxt] - 1
+        deps[nxt] = left
+        if not left:
+            _heappush(ready, (-nxt.sequence_nr, id(nxt), nxt))
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,

@@ -67,23 +67,33 @@ class Node:
     ``next_functions``.
     """
 
-    __slots__ = ("next_functions", "sequence_nr", "_saved", "_pre_hooks", "_post_hooks",
-                 "_tensor_pre_hooks", "_retain_hooks", "metadata", "_in_meta", "_num_outputs",
-                 "_released", "_anomaly_trace", "__weakref__", "__dict__")
+    __slots__ = ("next_functions", "sequence_nr", "_in_meta", "_num_outputs", "__weakref__",
+                 "__dict__")
+
+    # Rarely set per node: class-level defaults, so creating a node sets four slots only
+    # (a node that gets a hook or a trace keeps it in its instance dict).
+    _saved = None
+    _pre_hooks = None
+    _post_hooks = None
+    _tensor_pre_hooks = None
+    _retain_hooks = None
+    _released = False
+    _anomaly_trace = None
 
     def __init__(self):
         self.next_functions: tuple = ()
         self.sequence_nr = next(_sequence)
-        self._saved = None
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._tensor_pre_hooks = None
-        self._retain_hooks = None
-        self.metadata: dict = {}
         self._in_meta: tuple = ()
         self._num_outputs = 1
-        self._released = False
-        self._anomaly_trace = None
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for user data attached to the node (created on first access)."""
+        d = self.__dict__
+        meta = d.get("_metadata")
+        if meta is None:
+            meta = d["_metadata"] = {}
+        return meta
 
     def name(self) -> str:
         return type(self).__name__

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from ember.autograd import anomaly
 from ember.autograd._ops import op as aten
 from ember.autograd.grad_mode import _grad
-from ember.autograd.graph import Node, SavedTensor, gradient_edge
+from ember.autograd.graph import Node, SavedTensor, _sequence, gradient_edge
+from ember.core.dtype import FLOATING as _FLOATING
 from ember.dispatch import AliasKey, Tag
 from ember.dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, DispatchKey
 from ember.tensor import Tensor
@@ -114,12 +115,14 @@ class _Ctx:
 
 
 _UNSAVED = object()
+_NO_EDGE = (None, 0)
+_new = object.__new__
 
 
 class OpNode(Node):
     """Backward node of a built-in op; subclasses are made per op by ``register_derivative``."""
 
-    __slots__ = ("_bound", "_result", "_meta_of", "_structure", "_out_meta")
+    __slots__ = ("_bound", "_result", "_meta_of", "_structure", "_out_meta", "_flat")
     rule: Callable = None
     op = None
 
@@ -127,8 +130,15 @@ class OpNode(Node):
         if self._bound is None and self._released:
             if self._needs_saved():
                 raise RuntimeError(_RELEASED)
-        out = type(self).rule(_Ctx(self), *_materialize(self, grads))
-        return _flatten(out, self._structure, self.name())
+        for g in grads:
+            if g is None:
+                grads = _materialize(self, grads)
+                break
+        out = type(self).rule(_Ctx(self), *grads)
+        structure = self._structure
+        if out.__class__ is tuple and len(out) == len(structure) and self._flat:
+            return out
+        return _flatten(out, structure, self.name())
 
     def _needs_saved(self) -> bool:
         return type(self).saves_anything
@@ -145,8 +155,6 @@ class OpNode(Node):
 
 
 def _materialize(node: OpNode, grads: tuple) -> tuple:
-    if all(g is not None for g in grads):
-        return grads
     metas = node._out_meta
     return tuple(g if g is not None else aten("zeros")(metas[i][0], dtype=metas[i][1])
                  for i, g in enumerate(grads))
@@ -276,7 +284,7 @@ def autograd_kernel(op, ks: int, *args, **kwargs):
                     return _record(op, ks, args, kwargs)
         if _modifies_view_of_grad_base(op, args):
             return _record(op, ks, args, kwargs)
-    elif Tag.view in op.tags:
+    elif op._is_view:
         out = op.lookup(ks)(*args, **kwargs)
         _mark_no_grad_view(args, out)
         return out
@@ -285,7 +293,7 @@ def autograd_kernel(op, ks: int, *args, **kwargs):
 
 def _modifies_view_of_grad_base(op, args) -> bool:
     """An in-place op on a view whose base requires grad must be checked and recorded."""
-    if Tag.inplace not in op.tags or not args or not isinstance(args[0], Tensor):
+    if not op._is_inplace or not args or not isinstance(args[0], Tensor):
         return False
     base = args[0]._base
     return base is not None and _requires(base)
@@ -304,20 +312,28 @@ def _record(op, ks: int, args, kwargs):
         raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
                            "automatic differentiation, but one of the arguments requires grad.")
     inputs = _inputs(bound, params)
-    node = cls()
+    node = _new(cls)  # OpNode: the slots Node.__init__ would set are all set here
+    node.sequence_nr = next(_sequence)
     edges, metas, structure, meta_of = [], [], [], {}
+    flat = True
     for name, v in inputs:
         if isinstance(v, list):
+            flat = False
             structure.append(len(v))
             for t in v:
-                edges.append(gradient_edge(t) or (None, 0))
+                edges.append(gradient_edge(t) or _NO_EDGE)
                 metas.append((t._shape, t._dtype))
             meta_of[name] = metas[-len(v):] if v else []
         else:
             structure.append(None)
-            edges.append(gradient_edge(v) or (None, 0))
-            metas.append((v._shape, v._dtype))
-            meta_of[name] = (v._shape, v._dtype)
+            fn = v.grad_fn
+            if fn is not None:
+                edges.append((fn, v._output_nr))
+            else:
+                edges.append(gradient_edge(v) or _NO_EDGE)
+            meta = (v._shape, v._dtype)
+            metas.append(meta)
+            meta_of[name] = meta
     self_t = inputs[0][1] if inputs else None
     if inplace:
         _check_inplace(op.name, self_t)
@@ -332,6 +348,7 @@ def _record(op, ks: int, args, kwargs):
     node.next_functions = tuple(edges)
     node._in_meta = tuple(metas)
     node._structure = tuple(structure)
+    node._flat = flat
     node._meta_of = meta_of
     node._bound = bound
     node._result = None
@@ -340,12 +357,19 @@ def _record(op, ks: int, args, kwargs):
 
     out = op.lookup(ks)(*args, **kwargs)
 
-    outs = out if isinstance(out, tuple) else (out,)
-    node._num_outputs = len(outs)
-    node._out_meta = tuple((o._shape, o._dtype) if isinstance(o, Tensor) else ((), None)
-                           for o in outs)
+    if isinstance(out, Tensor):
+        outs = (out,)
+        node._num_outputs = 1
+        node._out_meta = ((out._shape, out._dtype),)
+    else:
+        outs = out if isinstance(out, tuple) else (out,)
+        node._num_outputs = len(outs)
+        node._out_meta = tuple((o._shape, o._dtype) if isinstance(o, Tensor) else ((), None)
+                               for o in outs)
     if inplace:
         _rebase_history(self_t, node)
+    elif out.__class__ is Tensor and out._dtype.category == _FLOATING:
+        mark_requires_grad(out, node, 0)
     else:
         for i, o in enumerate(outs):
             if isinstance(o, Tensor) and o._dtype.is_floating_point:

@@ -160,7 +160,12 @@ class Operator:
         self.__qualname__ = schema.name
         self.__doc__ = doc
         self.tags = frozenset(tags)
+        # Tag membership hashes an Enum in Python: the hot paths read these flags instead.
+        self._is_view = Tag.view in self.tags
+        self._is_inplace = Tag.inplace in self.tags
         self._scan_lists = any(a.is_tensor_list for a in schema.arguments)
+        if self._scan_lists:
+            self.__class__ = _ListOperator
         self._direct: dict[DispatchKey, Kernel] = {}
         self._alias: dict[AliasKey, Kernel] = {}
         self._cache: dict[int, Callable] = {}
@@ -172,10 +177,6 @@ class Operator:
         for a in args:
             if isinstance(a, T):
                 ks |= a._ver.keys
-            elif self._scan_lists and (a.__class__ is list or a.__class__ is tuple):
-                for t in a:
-                    if isinstance(t, T):
-                        ks |= t._ver.keys
         if kwargs:
             for a in kwargs.values():
                 if isinstance(a, T):
@@ -277,6 +278,31 @@ class Operator:
 
     def __repr__(self) -> str:
         return f"{self.namespace}.{self.short_name}"
+
+
+class _ListOperator(Operator):
+    """An operator with a tensor-list argument: its key set also scans lists and tuples."""
+
+    def __call__(self, *args, **kwargs):
+        ks = 0
+        T = _Tensor
+        for a in args:
+            if isinstance(a, T):
+                ks |= a._ver.keys
+            elif a.__class__ is list or a.__class__ is tuple:
+                for t in a:
+                    if isinstance(t, T):
+                        ks |= t._ver.keys
+        if kwargs:
+            for a in kwargs.values():
+                if isinstance(a, T):
+                    ks |= a._ver.keys
+        st = _state
+        ks = (ks | st.included) & st.keep
+        fn = self._cache.get(ks)
+        if fn is None:
+            fn = self._compute(ks)
+        return fn(*args, **kwargs)
 
 
 def redispatch(op: Operator, ks: int, *args, **kwargs):
