@@ -431,12 +431,8 @@ def _fast_tables(name: str, row, ufunc: bool) -> tuple[dict, dict]:
     return pairs, scalars
 
 
-def make_binary(name: str, fn, ufunc: bool) -> None:
-    """Register the CPU kernels of binary op ``name`` (and its in-place twin)."""
-    row = pw.BINARY[name]
-    plan = pw.binary_plan
-    natural_bool = row.kind is Promotion.ALWAYS_BOOL
-    pairs, scalars = _fast_tables(name, row, ufunc)
+def _make_fast(fn, pairs: dict, scalars: dict):
+    """The hot path of a binary ufunc ``fn`` over the operand kinds of ``_fast_tables``."""
 
     def fast(input, other):
         # NOTE [Pointwise hot path]: same-dtype pairs and tensor-scalar calls of plain ufuncs
@@ -469,6 +465,17 @@ def make_binary(name: str, fn, ufunc: bool) -> None:
         finally:
             _reset_errstate(token)
         return o
+
+    return fast
+
+
+def make_binary(name: str, fn, ufunc: bool) -> None:
+    """Register the CPU kernels of binary op ``name`` (and its in-place twin)."""
+    row = pw.BINARY[name]
+    plan = pw.binary_plan
+    natural_bool = row.kind is Promotion.ALWAYS_BOOL
+    pairs, scalars = _fast_tables(name, row, ufunc)
+    fast = _make_fast(fn, pairs, scalars)
 
     def compute(input, other, alpha, dst: np.ndarray, comp: dt.DType) -> None:
         b = _np(other, comp)
@@ -533,8 +540,36 @@ def _div_fn(rounding_mode, comp: dt.DType):
     return _DIV_FNS[rounding_mode]
 
 
+def _div_fast():
+    """``_make_fast`` for true division, probed through ``div_plan`` like ``_fast_tables``."""
+    pairs, scalars = {}, {}
+    for d in dt.ALL_DTYPES:
+        if d is dt.float16 or d is dt.bfloat16:
+            continue
+        probe = empty_tensor((1,), d)
+        for other, key in ((probe, None), (True, bool), (2, int), (2.5, float)):
+            try:
+                _, comp, res = pw.div_plan(probe, other, None)
+            except (RuntimeError, TypeError):
+                continue
+            if comp is not d:
+                continue
+            if key is None:
+                pairs[d] = res
+            else:
+                scalars[d, key] = (res, _scalar_caster(d))
+    return _make_fast(np.true_divide, pairs, scalars)
+
+
+_true_divide_fast = _div_fast()
+
+
 @pw.div.impl("CPU")
 def div_kernel(input, other, *, rounding_mode=None, out=None):
+    if out is None and rounding_mode is None and isinstance(input, Tensor):
+        o = _true_divide_fast(input, other)  # see NOTE [Pointwise hot path]
+        if o is not None:
+            return o
     shape, comp, res = pw.div_plan(input, other, rounding_mode)
     o = new_output(shape, res, out, "div")
     fn, ufunc = _div_fn(rounding_mode, comp)
