@@ -116,6 +116,7 @@ class _Ctx:
 
 _UNSAVED = object()
 _NO_EDGE = (None, 0)
+_PLAIN_VALUES = frozenset((int, float, bool, str))
 _new = object.__new__
 
 
@@ -203,6 +204,8 @@ def _inputs(bound: dict, names) -> list:
         v = bound.get(name)
         if isinstance(v, Tensor):
             out.append((name, v))
+        elif v is None or v.__class__ in _PLAIN_VALUES:
+            continue
         elif isinstance(v, list | tuple) and v and all(isinstance(t, Tensor) for t in v):
             out.append((name, list(v)))
     return out

@@ -26,7 +26,7 @@ from ember.core import dtype as dt
 from ember.core.layout import numel
 from ember.ops import reduction as red
 from ember.ops.linalg import LinAlgError
-from ember.tensor import Tensor
+from ember.tensor import Tensor, empty_tensor
 
 _I64 = np.dtype(np.int64)
 _F32 = np.dtype(np.float32)
@@ -85,12 +85,34 @@ def _impl(op):
 
 
 
+_ALL_DIMS = [tuple(range(n)) for n in range(65)]
+
+
+def _all_dims(nd: int) -> tuple:
+    return _ALL_DIMS[nd] if nd < 65 else tuple(range(nd))
+
+
 # -- sum-like ---------------------------------------------------------------------------------
 def _make_sum(name: str, np_fn, reduce_ufunc=None) -> None:
     op = getattr(red, name)
 
     @_impl(op)
     def kernel(input, dim=None, keepdim=False, *, dtype=None, out=None):
+        if dim is None and reduce_ufunc is not None and out is None and dtype is None and \
+                not keepdim and isinstance(input, Tensor):
+            d = input._dtype
+            shape = input._shape
+            if (d is dt.float32 or d is dt.float64) and 0 not in shape:
+                # Hot path ``x.sum()``: what the general path below does for a full
+                # floating reduction (same dims, accumulating in the input's dtype).
+                o = empty_tensor((), d)
+                token = _set_errstate(_IGNORE)
+                try:
+                    reduce_ufunc(arr(input), axis=_all_dims(len(shape)), dtype=d.np,
+                                 keepdims=False, out=arr(o))
+                finally:
+                    _reset_errstate(token)
+                return o
         dims, spec = red.sum_plan(name, input, dim, keepdim, dtype, out)
         if name == "prod" and dim is not None:
             red.single_dim("prod", input._shape, dim)
