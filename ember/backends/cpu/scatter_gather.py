@@ -310,11 +310,15 @@ def _index(self, indices):
         if isinstance(t, Tensor) and (t._dtype is _INT64 or t._dtype is _INT32):
             # ``x[idx]`` hot path: one index tensor on dim 0 is a ``take`` along it
             a = arr(t)
-            sg.check_bounds(a, self._shape[0], 0, negative=True, error=IndexError)
             shape = t._shape + self._shape[1:]
             o = empty_tensor(shape, self._dtype)
             if numel(shape):
-                np.take(arr(self), a, axis=0, out=arr(o), mode="wrap")  # bounds checked
+                try:
+                    np.take(arr(self), a, axis=0, out=arr(o))
+                except IndexError:
+                    # torch's message for the first bad index
+                    sg.check_bounds(a, self._shape[0], 0, negative=True, error=IndexError)
+                    raise
             return o
     key, shape = _numpy_key(self, sg.index_entries(self, indices))
     o = new_output(shape, self._dtype)
