@@ -16,7 +16,7 @@ environment variables set below, before NumPy is imported). Repetitions are inte
 step time in one repetition; wall time and this process's CPU time are both reported (on a
 shared, loaded machine the CPU time is the steadier figure).
 
-    python bench/train.py [--repeat 5] [--steps 5] [--only gpt] [--profile]
+    python bench/train.py [--repeat 5] [--steps 5] [--only gpt] [--profile gpt]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import math  # noqa: E402
 import platform  # noqa: E402
 import pstats  # noqa: E402
 import statistics  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -192,16 +193,18 @@ def bench(name: str, repeat: int, n: int) -> dict:
     return {"first_loss": first, "ms": med}
 
 
-def profile_gpt(n: int, top: int) -> None:
-    step = steps_for("gpt")["ember"]
+def profile(name: str, n: int, top: int) -> None:
+    """cProfile ``n`` ember steps of one model, timed in CPU time (steadier under load)."""
+    step = steps_for(name)["ember"]
     step()
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(time.process_time)
     prof.enable()
     for _ in range(n):
         step()
     prof.disable()
-    print(f"\ncProfile of {n} ember GPT steps (by own time, top {top}):")
-    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+    print(f"\ncProfile of {n} ember {name} steps (CPU time; by own time, top {top}):")
+    pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(top)
+    sys.stdout.flush()
 
 
 LABELS = {"mlp": "MLP 784-512-512-10, batch 128, SGD",
@@ -214,24 +217,28 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--steps", type=int, default=5, help="steps per timed repetition")
     p.add_argument("--only", choices=sorted(LABELS), action="append")
-    p.add_argument("--profile", action="store_true", help="cProfile the ember GPT step too")
+    p.add_argument("--profile", choices=sorted(LABELS), action="append", default=[],
+                   help="also cProfile this model's ember step")
     args = p.parse_args()
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}; Python {platform.python_version()}, "
           f"NumPy {np.__version__}, torch {torch.__version__}; 1 thread each; "
           f"{args.repeat} interleaved repetitions x {args.steps} steps, medians")
     print("| model | ember ms/step | torch ms/step | ember/torch | ember CPU ms | "
-          "torch CPU ms | CPU ratio | first loss ember / torch |")
+          "torch CPU ms | CPU ratio | first loss ember / torch (same weights) |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for name in args.only or ["mlp", "cnn", "gpt"]:
         r = bench(name, args.repeat, args.steps)
         (ew, ec), (tw, tc) = r["ms"]["ember"], r["ms"]["torch"]
         fe, ft = r["first_loss"]["ember"], r["first_loss"]["torch"]
-        check = "" if name != "gpt" or math.isclose(fe, ft, rel_tol=1e-4) else " MISMATCH"
+        same = "—"  # MLP/CNN: each library's own random init, so no loss comparison
+        if name == "gpt":
+            same = f"{fe:.4f} / {ft:.4f}" + ("" if math.isclose(fe, ft, rel_tol=1e-4)
+                                             else " MISMATCH")
         print(f"| {LABELS[name]} | {ew:.1f} | {tw:.1f} | {ew / tw:.2f}x | {ec:.1f} | "
-              f"{tc:.1f} | {ec / tc:.2f}x | {fe:.4f} / {ft:.4f}{check} |", flush=True)
-    if args.profile:
-        profile_gpt(args.steps, 25)
+              f"{tc:.1f} | {ec / tc:.2f}x | {same} |", flush=True)
+    for name in args.profile:
+        profile(name, args.steps, 25)
 
 
 if __name__ == "__main__":
