@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
-import math
 import sys
 import time
 import warnings
@@ -32,7 +31,6 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ember import memory
 from ember.autograd.engine import backward as _backward
