@@ -24,7 +24,7 @@ from ember.autograd._ops import op as aten
 from ember.autograd.graph import AccumulateGrad, Node, gradient_edge
 from ember.core.device import CPU
 from ember.dispatch import dispatcher as _dispatcher
-from ember.tensor import Tensor, empty_tensor, numpy_view
+from ember.tensor import Tensor, empty_tensor, make_tensor, numpy_view
 
 __all__ = ["backward", "grad", "queue_callback", "run_backward"]
 
@@ -118,18 +118,19 @@ def _root_edges(tensors):
 
 
 def _dependencies(root: Node) -> dict:
+    """How many edges lead into each node reachable from ``root`` (which none reaches)."""
     deps: dict = {}
-    seen = {id(root)}
     stack = [root]
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if id(nxt) not in seen:
-                seen.add(id(nxt))
+            n = deps.get(nxt)
+            if n is None:
+                deps[nxt] = 1
                 stack.append(nxt)
+            else:
+                deps[nxt] = n + 1
     return deps
 
 
@@ -241,7 +242,7 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
         if create_graph:
             new = grad if owned else grad.clone()
         elif owned and grad._base is None and grad.grad_fn is None and grad.is_contiguous():
-            new = grad.detach()
+            new = _detach(grad)
         else:
             new = grad.detach().clone(memory_format="contiguous_format")
         if type(var).grad is _GRAD_PROPERTY and new._dtype is var._dtype and \
@@ -256,6 +257,17 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
     if var._post_hooks:
         for fn in list(var._post_hooks.values()):
             fn(var)
+
+
+def _detach(t: Tensor) -> Tensor:
+    """``t.detach()``; built directly unless a dispatch mode should see the call."""
+    if _dispatcher._state.modes:
+        return t.detach()
+    out = make_tensor(t._storage, t._shape, t._stride, t._offset, t._dtype, t._device,
+                      version=t._ver)  # what the detach op builds
+    out._is_inference = t._is_inference
+    out._arr = t._arr  # same memory and geometry: the cached NumPy view stays valid
+    return out
 
 
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),

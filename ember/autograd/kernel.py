@@ -90,8 +90,8 @@ class _Ctx:
         except KeyError:
             raise AttributeError(f"{node.name()}: argument {name!r} was not saved or does not "
                                  "exist") from None
-        if isinstance(value, SavedTensor):
-            return value.unpack(node.name())
+        if value.__class__ is SavedTensor:
+            return value.unpack(type(node).__name__)  # OpNode.name(), without the call
         if isinstance(value, list) and value and isinstance(value[0], SavedTensor):
             return [v.unpack(node.name()) for v in value]
         if value is _UNSAVED:
@@ -111,7 +111,7 @@ class _Ctx:
 
     @property
     def needs_input_grad(self) -> tuple:
-        return tuple(e[0] is not None for e in self._node.next_functions)
+        return tuple([e[0] is not None for e in self._node.next_functions])
 
 
 _UNSAVED = object()
@@ -320,34 +320,37 @@ def _record(op, ks: int, args, kwargs):
     edges, metas, structure, meta_of = [], [], [], {}
     flat = True
     for name, v in inputs:
-        if isinstance(v, list):
+        if v.__class__ is list:
             flat = False
             structure.append(len(v))
             for t in v:
                 edges.append(gradient_edge(t) or _NO_EDGE)
                 metas.append((t._shape, t._dtype))
             meta_of[name] = metas[-len(v):] if v else []
+            if not inplace:
+                bound[name] = [SavedTensor(t) for t in v] if name in saves else _UNSAVED
         else:
             structure.append(None)
             fn = v.grad_fn
-            if fn is not None:
-                edges.append((fn, v._output_nr))
-            else:
-                edges.append(gradient_edge(v) or _NO_EDGE)
+            edges.append((fn, v._output_nr) if fn is not None else
+                         gradient_edge(v) or _NO_EDGE)
             meta = (v._shape, v._dtype)
             metas.append(meta)
             meta_of[name] = meta
+            if not inplace:
+                bound[name] = SavedTensor(v) if name in saves else _UNSAVED
     self_t = inputs[0][1] if inputs else None
     if inplace:
+        # checked before anything is saved: a pack hook must not see a refused call
         _check_inplace(op.name, self_t)
-    for name, v in inputs:
-        if name in saves:
-            if isinstance(v, list):
-                bound[name] = [SavedTensor(t) for t in v]
+        for name, v in inputs:
+            if name in saves:
+                if v.__class__ is list:
+                    bound[name] = [SavedTensor(t) for t in v]
+                else:
+                    bound[name] = SavedTensor(v.clone() if v is self_t else v)
             else:
-                bound[name] = SavedTensor(v.clone() if (inplace and v is self_t) else v)
-        else:
-            bound[name] = _UNSAVED
+                bound[name] = _UNSAVED
     node.next_functions = tuple(edges)
     node._in_meta = tuple(metas)
     node._structure = tuple(structure)
@@ -360,23 +363,28 @@ def _record(op, ks: int, args, kwargs):
 
     out = op.lookup(ks)(*args, **kwargs)
 
-    if isinstance(out, Tensor):
+    if out.__class__ is Tensor:
         outs = (out,)
         node._num_outputs = 1
         node._out_meta = ((out._shape, out._dtype),)
+        if inplace:
+            _rebase_history(self_t, node)
+        elif out._dtype.category == _FLOATING:  # mark_requires_grad(out, node, 0), inlined
+            out.grad_fn = node
+            out._output_nr = 0
+            out._ver.keys |= 1 << AUTOGRAD_KEY_OF_DEVICE[out._device.type]
+            out._mkey = None
     else:
         outs = out if isinstance(out, tuple) else (out,)
         node._num_outputs = len(outs)
         node._out_meta = tuple((o._shape, o._dtype) if isinstance(o, Tensor) else ((), None)
                                for o in outs)
-    if inplace:
-        _rebase_history(self_t, node)
-    elif out.__class__ is Tensor and out._dtype.category == _FLOATING:
-        mark_requires_grad(out, node, 0)
-    else:
-        for i, o in enumerate(outs):
-            if isinstance(o, Tensor) and o._dtype.is_floating_point:
-                mark_requires_grad(o, node, i)
+        if inplace:
+            _rebase_history(self_t, node)
+        else:
+            for i, o in enumerate(outs):
+                if isinstance(o, Tensor) and o._dtype.is_floating_point:
+                    mark_requires_grad(o, node, i)
     if save_result:
         # one SavedTensor per output for multi-output ops (``ctx.result`` is then a tuple)
         node._result = SavedTensor(outs[0], node, is_output=True) if len(outs) == 1 else tuple(

@@ -70,8 +70,16 @@ class Tensor:
 
     __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device",
                  "_ver", "_base", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_arr",
-                 "_mkey", "_hooks", "_retains_grad", "_is_inference", "_accum", "_post_hooks",
-                 "_creation_meta", "__dict__", "__weakref__")
+                 "_mkey", "_is_inference", "__dict__", "__weakref__")
+
+    # Set on few tensors (leaves with hooks, views made in no_grad): class-level defaults, so
+    # ``make_tensor`` does not store them for every tensor; a tensor that sets one keeps it in
+    # its instance dict.
+    _hooks = None
+    _retains_grad = False
+    _accum = None
+    _post_hooks = None
+    _creation_meta = 0  # 1: output of a multi-view op, 2: view made in no_grad mode
 
     def __new__(cls, *args, **kwargs):
         if not args and not kwargs:
@@ -394,11 +402,6 @@ def make_tensor(storage: Storage, shape: tuple, stride: tuple, offset: int, dtyp
     t._output_nr = 0
     t._arr = None
     t._mkey = None
-    t._hooks = None
-    t._retains_grad = False
-    t._accum = None
-    t._post_hooks = None
-    t._creation_meta = 0
     return t
 
 
