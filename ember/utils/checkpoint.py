@@ -46,7 +46,8 @@ from ember.tensor.random import fork_rng, get_rng_state, set_rng_state
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointPolicy",
            "SelectiveCheckpointContext", "create_selective_checkpoint_contexts",
            "set_checkpoint_early_stop", "set_checkpoint_debug_enabled", "noop_context_fn",
-           "BlockProfile", "CheckpointPlan", "plan", "apply_plan", "remove_plan"]
+           "BlockProfile", "CheckpointPlan", "plan", "apply_plan", "remove_plan",
+           "checkpoint_modules"]
 
 
 class CheckpointError(RuntimeError):
@@ -872,11 +873,28 @@ class _CheckpointedForward:
         return checkpoint(self.forward, *args, use_reentrant=False, **kwargs)
 
 
-def apply_plan(model, plan: CheckpointPlan, use_reentrant: bool = False):
-    """Make the planned blocks of ``model`` run checkpointed; returns ``model``.
+def checkpoint_modules(modules, use_reentrant: bool = False) -> None:
+    """Make each module run checkpointed by wrapping its ``forward`` in place.
 
-    Each chosen block's ``forward`` is wrapped in place, so parameter names, ``state_dict``
-    keys and hooks stay as they were; ``remove_plan(model)`` undoes it.
+    Parameter names, ``state_dict`` keys and hooks stay as they were (unlike a wrapper module);
+    under ``no_grad`` (evaluation, generation) the modules run plainly. ``remove_plan`` undoes it.
+
+    Raises:
+        TypeError: an entry has no ``forward`` to wrap (a plain function).
+    """
+    for i, m in enumerate(modules):
+        if not hasattr(m, "forward") or not hasattr(m, "__dict__"):
+            raise TypeError(f"checkpoint_modules: entry {i} is a {type(m).__name__}; expected a "
+                            "module with a forward method")
+        if not isinstance(m.__dict__.get("forward"), _CheckpointedForward):
+            m.forward = _CheckpointedForward(m.forward, use_reentrant)
+
+
+def apply_plan(model, plan: CheckpointPlan, use_reentrant: bool = False):
+    """Make the planned blocks of ``model`` run checkpointed (``checkpoint_modules``).
+
+    Returns:
+        ``model``; ``remove_plan(model)`` undoes it.
 
     Raises:
         ValueError: a planned block is not part of ``model``.
@@ -885,19 +903,15 @@ def apply_plan(model, plan: CheckpointPlan, use_reentrant: bool = False):
     members = list(model.modules()) if hasattr(model, "modules") else list(model)
     ids = {id(m) for m in members}
     for i in plan.checkpointed:
-        block = plan.blocks[i]
-        if id(block) not in ids:
+        if id(plan.blocks[i]) not in ids:
             raise ValueError(f"apply_plan: block {i} of the plan is not part of the model")
-        if not hasattr(block, "forward"):
-            raise TypeError(f"apply_plan: block {i} is a {type(block).__name__}; expected a "
-                            "module with a forward method")
-        if not isinstance(block.__dict__.get("forward"), _CheckpointedForward):
-            block.forward = _CheckpointedForward(block.forward, use_reentrant)
+    checkpoint_modules([plan.blocks[i] for i in plan.checkpointed], use_reentrant)
     return model
 
 
 def remove_plan(model):
-    """Undo ``apply_plan``: every block of ``model`` runs its own ``forward`` again."""
+    """Undo ``apply_plan`` / ``checkpoint_modules``: every module of ``model`` (a module or a
+    list of modules) runs its own ``forward`` again; returns ``model``."""
     members = list(model.modules()) if hasattr(model, "modules") else list(model)
     for m in members:
         if isinstance(getattr(m, "__dict__", {}).get("forward"), _CheckpointedForward):

@@ -13,6 +13,7 @@ from ember import memory
 from ember.utils.checkpoint import (
     CheckpointPlan,
     apply_plan,
+    checkpoint_modules,
     checkpoint_sequential,
     plan,
     remove_plan,
@@ -148,3 +149,24 @@ def test_apply_plan_wraps_forward_in_place():
     assert "forward" not in vars(model[0])
     with pytest.raises(ValueError, match="not part of the model"):
         apply_plan(mlp(4), p)
+
+
+def test_checkpoint_modules_wraps_every_module():
+    ember.manual_seed(0)
+    model = mlp(3)
+    x = ember.randn(32, D)
+    model(x).sum().backward()
+    ref = [q.grad.clone() for q in model.parameters()]
+    model.zero_grad()
+    checkpoint_modules(list(model.children()))
+    before = memory.memory_allocated()
+    out = model(x)
+    assert memory.memory_allocated() - before == 3 * memory.round_size(32 * D * 4)  # outputs
+    out.sum().backward()
+    assert all(bool((a == q.grad).all()) for a, q in zip(ref, model.parameters()))
+    with ember.no_grad():
+        assert not model(x).requires_grad
+    remove_plan(model)
+    assert all("forward" not in vars(b) for b in model.children())
+    with pytest.raises(TypeError, match="expected a module with a forward method"):
+        checkpoint_modules([lambda t: t])
