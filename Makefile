@@ -3,11 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 TESTVENV := .venv-test
 
-.PHONY: demo test lint bench clean
+.PHONY: demo tour test lint bench clean
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -e .
+	$(VENV)/bin/pip install -q -e '.[examples]'
 	touch $@
 
 $(TESTVENV)/.stamp: pyproject.toml
@@ -15,7 +15,12 @@ $(TESTVENV)/.stamp: pyproject.toml
 	$(TESTVENV)/bin/pip install -q -e '.[test]'
 	touch $@
 
+# The main job: a character-level GPT learns on the standard library's documentation text
+# (about two minutes on the CPU). `make tour` shows the mechanisms instead.
 demo: $(VENV)/.stamp
+	$(VENV)/bin/python -m ember.examples.charlm
+
+tour: $(VENV)/.stamp
 	$(VENV)/bin/python -m ember.demo
 
 lint: $(TESTVENV)/.stamp
@@ -28,6 +33,7 @@ test: lint
 bench: $(TESTVENV)/.stamp
 	$(TESTVENV)/bin/python bench/overhead.py
 	$(TESTVENV)/bin/python bench/kernels.py
+	$(TESTVENV)/bin/python bench/train.py
 
 clean:
 	rm -rf $(VENV) $(TESTVENV) build *.egg-info
