@@ -168,20 +168,23 @@ def _validate(node: Node, grads) -> list:
                            f"(expected {len(edges)}, got {len(grads)})")
     metas = node._in_meta
     out = []
-    for i, g in enumerate(grads):
-        if g is None or edges[i][0] is None:
+    i = 0
+    for g, edge in zip(grads, edges):
+        if g is None or edge[0] is None:
             out.append(None)
-            continue
-        if not isinstance(g, Tensor):
+        elif g.__class__ is not Tensor and not isinstance(g, Tensor):
             raise TypeError(f"function {node.name()} returned a gradient of type "
                             f"{type(g).__name__} at index {i}; expected a Tensor or None")
-        if metas:
+        elif metas:
             shape, dtype = metas[i]
             if g._shape != shape:
                 g = _sum_to(g, shape, node, i)
             if g._dtype is not dtype:
                 g = g.to(dtype)
-        out.append(g)
+            out.append(g)
+        else:
+            out.append(g)
+        i += 1
     return out
 
 
@@ -241,7 +244,7 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
         taken.add(id(grad))
         if create_graph:
             new = grad if owned else grad.clone()
-        elif owned and grad._base is None and grad.grad_fn is None and grad.is_contiguous():
+        elif owned and grad._base is None and grad.grad_fn is None and _contiguous(grad):
             new = _detach(grad)
         else:
             new = grad.detach().clone(memory_format="contiguous_format")
@@ -257,6 +260,13 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
     if var._post_hooks:
         for fn in list(var._post_hooks.values()):
             fn(var)
+
+
+def _contiguous(t: Tensor) -> bool:
+    """``t.is_contiguous()``; read off the cached NumPy view when there is one (NumPy's
+    relaxed C-contiguity is PyTorch's rule: size-1 dims ignored, empty is contiguous)."""
+    a = t._arr
+    return a.flags.c_contiguous if a is not None else t.is_contiguous()
 
 
 def _detach(t: Tensor) -> Tensor:
@@ -388,7 +398,11 @@ def _feed(node: Node, outs, buffers, deps, ready, needed) -> None:
             continue
         buf = buffers.get(nxt)
         if buf is None:
-            buf = buffers[nxt] = [None] * nxt._num_outputs
+            if nxt._num_outputs == 1:
+                buffers[nxt] = [g]
+                g = None
+            else:
+                buf = buffers[nxt] = [None] * nxt._num_outputs
         if g is not None:
             buf[nr] = g if buf[nr] is None else buf[nr] + g
         left = deps[nxt] - 1

@@ -137,8 +137,12 @@ class OpNode(Node):
                 break
         out = type(self).rule(_Ctx(self), *grads)
         structure = self._structure
-        if out.__class__ is tuple and len(out) == len(structure) and self._flat:
-            return out
+        if self._flat:
+            if out.__class__ is tuple:
+                if len(out) == len(structure):
+                    return out
+            elif out.__class__ is Tensor and len(structure) == 1:
+                return (out,)
         return _flatten(out, structure, self.name())
 
     def _needs_saved(self) -> bool:

@@ -51,7 +51,13 @@ def _np(x, comp: dt.DType):
 
 def _relu(x, out=None):
     """``max(x, 0)`` with NaN kept (a ufunc-like callable: writes into ``out``)."""
-    return np.maximum(x, x.dtype.type(0), out=out)
+    zero = _ZEROS.get(x.dtype)
+    if zero is None:
+        zero = _ZEROS[x.dtype] = np.zeros((), x.dtype)
+    return np.maximum(x, zero, out=out)
+
+
+_ZEROS: dict = {}  # a 0-d zero per NumPy dtype: cheaper for ufuncs than a new scalar
 
 
 def _land(fn, ufunc: bool, ops: tuple, dst: np.ndarray, natural: np.dtype) -> None:
@@ -314,6 +320,16 @@ def make_unary(name: str, fn, ufunc: bool) -> None:
         return o
 
     def kernel_no_out(self):
+        if isinstance(self, Tensor):
+            res = fast.get(self._dtype)
+            if res is not None:  # the hot path of ``kernel``, one call shallower
+                o = empty_tensor(self._shape, res)
+                token = _set_errstate(_IGNORE)
+                try:
+                    fn(arr(self), out=arr(o))
+                finally:
+                    _reset_errstate(token)
+                return o
         return kernel(self)
 
     def kernel_(self):
