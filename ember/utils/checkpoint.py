@@ -406,6 +406,17 @@ def _identity(t):
     return t
 
 
+def _check_versions(versions: list) -> None:
+    """The segment's tensor inputs must be as they were in forward (like saved tensors)."""
+    for t, version in versions:
+        if t._version != version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [ember.{t.dtype.scalar_name}Tensor {list(t.shape)}], "
+                f"which is an input of a checkpointed function, is at version {t._version}; "
+                f"expected version {version} instead.")
+
+
 def _checkpoint_non_reentrant(function, args, kwargs, context_fn, determinism_check, debug,
                               early_stop, preserve_rng_state):
     if determinism_check not in _METADATA_FNS:
@@ -420,8 +431,10 @@ def _checkpoint_non_reentrant(function, args, kwargs, context_fn, determinism_ch
     if not is_grad_enabled():
         return function(*args, **kwargs)
     rng_state = get_rng_state() if preserve_rng_state else None
+    versions = [(t, t._version) for t in (*args, *kwargs.values()) if isinstance(t, Tensor)]
 
     def recompute():
+        _check_versions(versions)
         with fork_rng(enabled=preserve_rng_state):
             if preserve_rng_state:
                 set_rng_state(rng_state)

@@ -499,3 +499,16 @@ def test_checkpoint_sequential_leaves_the_last_segment_alone():
         checkpoint_sequential(fns, 6, x, use_reentrant=False)
     with pytest.raises(ValueError, match="Unexpected keyword arguments: bogus"):
         checkpoint_sequential(fns, 2, x, use_reentrant=False, bogus=1)
+
+
+@pytest.mark.parametrize("lib", [ember, torch])
+def test_input_modified_in_place_after_forward_raises_like_torch(lib):
+    ck = checkpoint if lib is ember else tcp.checkpoint
+    x = lib.randn(3, requires_grad=True)
+    a = x * 1
+    y = ck(lambda t: t.sin(), a, use_reentrant=False)
+    with lib.no_grad():
+        a.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation.*is at version 1; "
+                                           "expected version 0 instead"):
+        y.sum().backward()
