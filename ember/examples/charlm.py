@@ -189,6 +189,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1,
                    help="BLAS threads (these matrices are small: extra threads mostly spin)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--checkpoint-activations", action="store_true",
+                   help="recompute every block's activations in backward instead of keeping them")
+    p.add_argument("--memory-budget", type=float, default=None, metavar="MB",
+                   help="checkpoint just the blocks needed for their activations to fit in MB")
     return p.parse_args(argv)
 
 
@@ -206,6 +210,25 @@ def build(args: argparse.Namespace, corpus: CharCorpus, ckpt: dict | None):
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
     return model, opt
+
+
+def configure_checkpointing(args: argparse.Namespace, model: GPT, corpus: CharCorpus) -> None:
+    """``--checkpoint-activations``: every block; ``--memory-budget MB``: the planner's blocks."""
+    from ember.utils.checkpoint import apply_plan, checkpoint_modules, plan
+    blocks = list(model.blocks)
+    if args.memory_budget is not None:
+        gen = ember.Generator().manual_seed(args.seed)
+        x, _ = get_batch(corpus.train, args.batch_size, model.cfg.block_size, gen)
+        with ember.no_grad():  # the blocks' input: (B, T) -> (B, T, C)
+            h = model.drop(model.wte(x) + model.wpe(ember.arange(x.shape[1])))
+        p = plan(blocks, h, int(args.memory_budget * 2**20))
+        apply_plan(model, p)
+        print(f"activation checkpointing: blocks {list(p.checkpointed)} of {len(blocks)}, "
+              f"predicted peak {p.predicted_peak / 2**20:.1f} MiB (budget "
+              f"{args.memory_budget:.1f} MiB, none checkpointed {p.plain_peak / 2**20:.1f} MiB)")
+    elif args.checkpoint_activations:
+        checkpoint_modules(blocks)
+        print(f"activation checkpointing: all {len(blocks)} blocks")
 
 
 def save_checkpoint(path: str, model: GPT, opt, corpus: CharCorpus, step: int) -> None:
@@ -301,6 +324,7 @@ def run(args: argparse.Namespace) -> dict:
     ckpt = ember.load(args.resume) if args.resume else None
     corpus = CharCorpus.from_text(load_text(), chars=ckpt["chars"] if ckpt else None)
     model, opt = build(args, corpus, ckpt)
+    configure_checkpointing(args, model, corpus)
     start = ckpt["step"] if ckpt else 0
     n_params = sum(p.numel() for p in model.parameters())
     print(f"corpus: {len(corpus.train) + len(corpus.val):,} characters of pydoc_data.topics, "

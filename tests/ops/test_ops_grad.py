@@ -123,6 +123,8 @@ def test_gradcheck(info):
             continue
         if not any(o.requires_grad for o in _tensors(t_out)):
             continue
+        if any(not torch.isfinite(o).all() for o in _tensors(t_out) if o.is_floating_point()):
+            continue  # finite differences of a non-finite output (logdet < 0) mean nothing
 
         def f(*xs, _args=args, _leaves=leaves, _kw=sample.kwargs):
             it = iter(xs)
