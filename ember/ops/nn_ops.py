@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 
 from ember.core import dtype as dt
-from ember.core.layout import canonical_dim
+from ember.core.layout import broadcast_shapes, canonical_dim
 from ember.ops._define import Spec, Tag, derivative, operator
+from ember.ops._promotion import result_type
 from ember.ops.pointwise import _TN, where
 from ember.tensor import Tensor
 
-__all__ = ["softmax", "log_softmax", "celu", "selu"]
+__all__ = ["softmax", "log_softmax", "celu", "selu", "threshold_backward"]
 
 _P = (Tag.pointwise,)
 
@@ -229,6 +230,32 @@ def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return elu(input, alpha, 1.0, 1.0 / alpha)
+
+
+@operator("threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor", _P,
+          method=False)
+def threshold_backward(grad_output, input, threshold):
+    """``0 where input <= threshold, else grad_output`` (torch.ops.aten.threshold_backward).
+
+    ReLU's (and threshold's) gradient as one fused kernel; ``input`` is the forward's input
+    or, for ReLU, its result (the two agree on ``> 0``). NaN in ``input`` passes the
+    gradient through; NaN in ``grad_output`` is zeroed where masked, as in PyTorch. Shapes
+    broadcast; the dtype is the promotion of both.
+    """
+    _require_tensor("threshold_backward", grad_output)
+    _require_tensor("threshold_backward", input)
+    if grad_output._dtype is dt.bool_ or input._dtype is dt.bool_:
+        raise RuntimeError('"threshold_backward" not implemented for \'Bool\'')
+    if grad_output._shape == input._shape:
+        shape = input._shape
+    else:
+        shape = broadcast_shapes(grad_output._shape, input._shape)
+    return Spec(shape, result_type(grad_output, input))
+
+
+@derivative(threshold_backward, save=("input",))
+def _threshold_backward_backward(ctx, h):
+    return threshold_backward(h, ctx.input, ctx.threshold), None
 
 
 @operator("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", _P, method=False)

@@ -142,6 +142,14 @@ UNARY = {
 # values. Rules that only need the output save "result" instead of ``self``.
 _ZERO = Grad((), lambda c, g: zeros_like(g))  # piecewise constant: torch returns zeros
 _SELF, _RESULT = ("self",), ("result",)
+def _relu_grad(grad: Tensor, result: Tensor) -> Tensor:
+    """ReLU's gradient as the fused ``threshold_backward(grad, result, 0)`` (declared in
+    ember.ops.nn_ops, which imports this module: hence the import here)."""
+    from ember.ops.nn_ops import threshold_backward
+
+    return threshold_backward(grad, result, 0)
+
+
 UNARY_GRADS = {
     "neg": Grad((), lambda c, g: -g),
     "abs": Grad(_SELF, lambda c, g: g * c.self.sign()),
@@ -179,7 +187,7 @@ UNARY_GRADS = {
     "ceil": _ZERO,
     "trunc": _ZERO,
     "frac": Grad((), lambda c, g: g),
-    "relu": Grad(_RESULT, lambda c, g: where(c.result <= 0, 0.0, g)),
+    "relu": Grad(_RESULT, lambda c, g: _relu_grad(g, c.result)),
     "logical_not_": _ZERO,  # in-place twin only: writes 0/1 floats into a float ``self``
 }  # bitwise_not, logical_not and the is* tests have integer/bool results: no rule
 

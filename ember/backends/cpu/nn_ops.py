@@ -143,3 +143,19 @@ def _act_kernel(op, fn):
 
 for _op, _fn in _ACTS.items():
     _op.register("CPU", _act_kernel(_op, _fn))
+
+
+@nn.threshold_backward.impl("CPU")
+def _threshold_backward(grad_output, input, threshold):
+    """Copy the gradient, then zero it where ``input <= threshold`` (two passes, no temporary
+    besides the mask)."""
+    spec = nn.threshold_backward.meta_rule(grad_output, input, threshold)
+    o = new_output(spec.shape, spec.dtype)
+    if not o.numel():
+        return o
+    dst = arr(o)
+    np.copyto(dst, arr(grad_output), casting="unsafe")
+    with ignore_fp_errors():
+        mask = np.less_equal(arr(input), threshold)
+    np.copyto(dst, 0, where=mask)
+    return o
