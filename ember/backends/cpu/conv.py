@@ -282,8 +282,40 @@ def _max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=
     a = _src(input)
     if input.numel() == 0:
         return _land(a, specs[0]), _land(a, specs[1])
-    best, idx = _max_pool(a, k, s, p, d, specs[0].shape[-2:])
+    out = specs[0].shape[-2:]
+    if k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and all(out):
+        res = _max_pool_2x2(a, specs)
+        if res is not None:
+            return res
+    best, idx = _max_pool(a, k, s, p, d, out)
     return _land(best, specs[0]), _land(idx, specs[1])
+
+
+def _max_pool_2x2(a: np.ndarray, specs):
+    """Non-overlapping 2x2 max pooling (the common case) from four strided views, written
+    into the outputs directly: the maximum of the row maxima, and its index from two
+    comparisons (ties keep the first in window order, as PyTorch). None when the result
+    holds NaN (PyTorch's NaN rule is left to the general kernel)."""
+    oh, ow = specs[0].shape[-2:]
+    w = a.shape[-1]
+    v00, v01 = a[..., 0:2 * oh:2, 0:2 * ow:2], a[..., 0:2 * oh:2, 1:2 * ow:2]
+    v10, v11 = a[..., 1:2 * oh:2, 0:2 * ow:2], a[..., 1:2 * oh:2, 1:2 * ow:2]
+    top, bot = np.maximum(v00, v01), np.maximum(v10, v11)
+    vo = new_output(specs[0].shape, specs[0].dtype)
+    direct = vo._dtype.np == a.dtype
+    best = np.maximum(top, bot, out=arr(vo).reshape(top.shape) if direct else None)
+    if a.dtype.kind == "f" and np.isnan(best).any():
+        return None
+    if not direct:
+        np.copyto(arr(vo), best.reshape(specs[0].shape), casting="unsafe")
+    row = np.greater(bot, top)
+    col = np.where(row, np.less(v10, v11), np.less(v00, v01))
+    io = new_output(specs[1].shape, specs[1].dtype)
+    idx = arr(io).reshape(row.shape)
+    np.multiply(row, w, out=idx)
+    idx += col
+    idx += (np.arange(oh) * (2 * w))[:, None] + np.arange(ow) * 2
+    return vo, io
 
 
 @cv._max_pool_backward.impl("CPU")
@@ -294,11 +326,39 @@ def _max_pool_backward(grad_output, indices, input_size):
     empty = _empty_result(spec, g)
     if empty is not None:
         return empty
+    if len(spec.shape) >= 2 and g.ndim >= 2 and g.size:
+        o = _max_pool_backward_blocks(g, idx, spec)
+        if o is not None:
+            return o
     hw = math.prod(spec.shape[-2:]) if len(spec.shape) >= 2 else 1
     rows = math.prod(spec.shape[:-2])
     flat = (idx.reshape(rows, -1) + (np.arange(rows) * hw)[:, None]).ravel()
     res = np.bincount(flat, weights=g.reshape(-1).astype(np.float64), minlength=rows * hw)
     return _land(res, spec)
+
+
+def _max_pool_backward_blocks(g: np.ndarray, idx: np.ndarray, spec) -> Tensor | None:
+    """Max-pool backward without a scatter when every index lies in its own disjoint
+    ``sh x sw`` block (``sh = H // H_out``; the usual kernel == stride pooling): one masked
+    copy per block offset into a strided view of the zeroed result. None when some index
+    lies outside its block (overlapping or padded windows), for the general scatter."""
+    (h, w), (oh, ow) = spec.shape[-2:], g.shape[-2:]
+    sh, sw = h // oh, w // ow
+    if sh * sw > 16 or g.shape[:-2] != tuple(spec.shape[:-2]):
+        return None
+    local = idx - ((np.arange(oh) * (sh * w))[:, None] + np.arange(ow) * sw)
+    masks = [np.equal(local, i * w + j) for i in range(sh) for j in range(sw)]
+    if sum(np.count_nonzero(m) for m in masks) != local.size:
+        return None
+    o = new_output(spec.shape, spec.dtype)
+    dst = arr(o)
+    dst[...] = 0
+    it = dst.itemsize
+    blocks = as_strided(dst, dst.shape[:-2] + (oh, sh, ow, sw),
+                        dst.strides[:-2] + (sh * w * it, w * it, sw * it, it))
+    for n, m in enumerate(masks):
+        np.copyto(blocks[..., :, n // sw, :, n % sw], g, where=m, casting="unsafe")
+    return o
 
 
 def _avg_divisor(size, out, k, s, p, count_include_pad: bool) -> np.ndarray:
