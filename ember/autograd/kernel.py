@@ -482,7 +482,7 @@ def _not_implemented_fallback(op, ks: int, *args, **kwargs):
 
     Factories (``linspace(t0, t1)``, ``tensor(t)``) read tensors as values: never recorded.
     """
-    if not _grad.enabled or Tag.factory in op.tags:
+    if not _grad.enabled or op._is_factory:
         return op.lookup(ks)(*args, **kwargs)
     flat = []
     for a in list(args) + list(kwargs.values()):
@@ -492,7 +492,7 @@ def _not_implemented_fallback(op, ks: int, *args, **kwargs):
             flat.extend(t for t in a if isinstance(t, Tensor))
     if not any(_requires(t) for t in flat) and not _modifies_view_of_grad_base(op, args):
         return op.lookup(ks)(*args, **kwargs)
-    inplace = Tag.inplace in op.tags
+    inplace = op._is_inplace
     if inplace:
         _check_inplace(op.name, flat[0])
     node = _not_implemented_node(op, flat)

@@ -163,6 +163,7 @@ class Operator:
         # Tag membership hashes an Enum in Python: the hot paths read these flags instead.
         self._is_view = Tag.view in self.tags
         self._is_inplace = Tag.inplace in self.tags
+        self._is_factory = Tag.factory in self.tags
         self._scan_lists = any(a.is_tensor_list for a in schema.arguments)
         if self._scan_lists:
             self.__class__ = _ListOperator
