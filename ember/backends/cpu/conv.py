@@ -309,7 +309,8 @@ def _max_pool_2x2(a: np.ndarray, specs):
     if not direct:
         np.copyto(arr(vo), best.reshape(specs[0].shape), casting="unsafe")
     row = np.greater(bot, top)
-    col = np.where(row, np.less(v10, v11), np.less(v00, v01))
+    col = np.less(v00, v01)  # the column of the winner: row 0's or (where row) row 1's
+    col ^= row & (col ^ np.less(v10, v11))
     io = new_output(specs[1].shape, specs[1].dtype)
     idx = arr(io).reshape(row.shape)
     np.multiply(row, w, out=idx)
@@ -350,14 +351,19 @@ def _max_pool_backward_blocks(g: np.ndarray, idx: np.ndarray, spec) -> Tensor | 
     masks = [np.equal(local, i * w + j) for i in range(sh) for j in range(sw)]
     if sum(np.count_nonzero(m) for m in masks) != local.size:
         return None
+    if g.dtype.kind == "f" and not np.isfinite(g).all():
+        return None  # inf * 0 would leak into the other block positions
     o = new_output(spec.shape, spec.dtype)
     dst = arr(o)
-    dst[...] = 0
+    if h != oh * sh or w != ow * sw:
+        dst[...] = 0
     it = dst.itemsize
     blocks = as_strided(dst, dst.shape[:-2] + (oh, sh, ow, sw),
                         dst.strides[:-2] + (sh * w * it, w * it, sw * it, it))
-    for n, m in enumerate(masks):
-        np.copyto(blocks[..., :, n // sw, :, n % sw], g, where=m, casting="unsafe")
+    with ignore_fp_errors():
+        for n, m in enumerate(masks):  # g * mask: masked copies are several times slower
+            np.multiply(g, m, out=blocks[..., :, n // sw, :, n % sw], casting="unsafe")
+        np.add(dst, 0, out=dst)  # -0.0 (negative gradient times 0) -> 0.0
     return o
 
 
