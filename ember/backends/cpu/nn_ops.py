@@ -157,7 +157,8 @@ def _threshold_backward(grad_output, input, threshold):
     dst, g = arr(o), arr(grad_output)
     with ignore_fp_errors():
         keep = np.less_equal(arr(input), threshold)
-        np.logical_not(keep, out=keep)  # NaN inputs keep their gradient, as in PyTorch
+        # NaN inputs keep their gradient, as in PyTorch (0-d: NumPy returns a scalar)
+        keep = np.logical_not(keep, out=keep) if keep.ndim else ~keep
         if dst.dtype not in _NATIVE:
             np.copyto(dst, np.where(keep, g, 0), casting="unsafe")
             return o
