@@ -84,21 +84,42 @@ def _col2im_add(cols: np.ndarray, buf: np.ndarray, kernel, stride, dilation) -> 
 
 
 # -- convolution ------------------------------------------------------------------------------
+_CHUNK_BYTES = 4 << 20  # im2col in batch chunks of about this size: copy and GEMM stay in cache
+
+
+def _chunks(n: int, per_item: int):
+    """``(start, stop)`` batch ranges whose column matrices fit ``_CHUNK_BYTES``."""
+    step = max(1, _CHUNK_BYTES // max(per_item, 1))
+    return [(i, min(n, i + step)) for i in range(0, n, step)]
+
+
 def _conv_forward(x, w, stride, padding, dilation, groups, out_sp, res) -> None:
-    """``res`` ``(N, O, L)`` <- convolution of ``x`` ``(N, C, *sp)`` with ``w``."""
+    """``res`` ``(N, O, L)`` <- convolution of ``x`` ``(N, C, *sp)`` with ``w``.
+
+    im2col + GEMM in batch chunks: each chunk's windows are copied into one reused column
+    buffer (a few MiB, so the copy and the GEMM that reads it stay in cache) and multiplied
+    by the weight straight into ``res``.
+    """
     n, c = x.shape[:2]
     o, kernel = w.shape[0], w.shape[2:]
     ck = c // groups * math.prod(kernel)
     xp = _padded(x, [(p, p) for p in padding])
     win = _windows(xp, kernel, stride, dilation, out_sp)
-    cols = win.reshape(n, groups, ck, math.prod(out_sp))
     wg = w.reshape(groups, o // groups, ck)
-    np.matmul(wg, cols, out=res.reshape(n, groups, o // groups, -1))
+    res = res.reshape(n, groups, o // groups, -1)
+    per = c * math.prod(kernel) * math.prod(out_sp)
+    chunks = _chunks(n, per * x.itemsize)
+    buf = np.empty(per * (chunks[0][1] - chunks[0][0]), dtype=x.dtype)
+    for lo, hi in chunks:
+        cols = buf[:per * (hi - lo)].reshape(win[lo:hi].shape)
+        np.copyto(cols, win[lo:hi])
+        np.matmul(wg, cols.reshape(hi - lo, groups, ck, -1), out=res[lo:hi])
 
 
-def _conv_transpose_direct(x, w, padding, dilation, groups, output_padding, out_sp):
+def _conv_transpose_direct(x, w, padding, dilation, groups, output_padding, out_sp,
+                           res=None):
     """Stride-1 transposed convolution as a convolution with flipped, transposed weights
-    (im2col + GEMM instead of GEMM + col2im)."""
+    (im2col + GEMM instead of GEMM + col2im), into ``res`` ``(N, C_out, L)`` if given."""
     c_in, cog, kernel = w.shape[0], w.shape[1], w.shape[2:]
     nd = len(kernel)
     wf = w.reshape((groups, c_in // groups, cog) + kernel).swapaxes(1, 2)
@@ -106,16 +127,22 @@ def _conv_transpose_direct(x, w, padding, dilation, groups, output_padding, out_
         (groups * cog, c_in // groups) + kernel)
     edge = [d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding)]
     xp = _padded(x, [(e, e + op) for e, op in zip(edge, output_padding)])
-    res = np.empty((x.shape[0], groups * cog, math.prod(out_sp)), dtype=x.dtype)
+    if res is None:
+        res = np.empty((x.shape[0], groups * cog, math.prod(out_sp)), dtype=x.dtype)
     _conv_forward(xp, np.ascontiguousarray(wf), (1,) * nd, (0,) * nd, dilation, groups, out_sp,
                   res)
     return res.reshape(res.shape[:2] + tuple(out_sp))
 
 
+def _direct_transpose(stride, padding, dilation, kernel) -> bool:
+    """Whether a transposed convolution can run as a direct one (stride 1, no cropping)."""
+    return all(s == 1 for s in stride) and all(
+        d * (k - 1) >= p for d, k, p in zip(dilation, kernel, padding))
+
+
 def _conv_transpose_forward(x, w, stride, padding, dilation, groups, output_padding, out_sp):
     """Transposed convolution of ``x`` ``(N, C_in, *in)`` with ``w`` ``(C_in, C_out/G, *k)``."""
-    if all(s == 1 for s in stride) and all(
-            d * (k - 1) >= p for d, k, p in zip(dilation, w.shape[2:], padding)):
+    if _direct_transpose(stride, padding, dilation, w.shape[2:]):
         return _conv_transpose_direct(x, w, padding, dilation, groups, output_padding, out_sp)
     n, c_in = x.shape[:2]
     in_sp, kernel = x.shape[2:], w.shape[2:]
@@ -151,6 +178,11 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
     o = new_output(spec.shape, spec.dtype)
     direct = c == spec.dtype.np
     with ignore_fp_errors():
+        if transposed and direct and bias is None and _direct_transpose(
+                stride, padding, dilation, w.shape[2:]):
+            _conv_transpose_direct(x, w, padding, dilation, groups, output_padding, out_sp,
+                                   arr(o).reshape(spec.shape[:2] + (-1,)))
+            return o
         if transposed:
             res = _conv_transpose_forward(x, w, stride, padding, dilation, groups,
                                           output_padding, out_sp)
@@ -184,13 +216,26 @@ def _conv_weight_grad(input, grad_output, weight_size, stride, padding, dilation
     o, kernel = weight_size[0], tuple(weight_size[2:])
     out_sp = b.shape[2:]
     win = _windows(_padded(a, [(p, p) for p in padding]), kernel, stride, dilation, out_sp)
-    # (N, C, *k, *out) -> (G, C/G * K, N * L): one GEMM per group sums over batch and pixels
+    # (N, C, *k, *out) -> per batch chunk (C, *k, nb, *out), a (G, C/G * K, nb * L) column
+    # matrix: one GEMM per group and chunk sums over its images and pixels
     perm = (1,) + tuple(range(2, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
-    cols = win.transpose(perm).reshape(groups, ch // groups * math.prod(kernel), -1)
-    bg = b.reshape(n, groups, o // groups, -1).transpose(1, 2, 0, 3).reshape(
-        groups, o // groups, -1)
+    ck = ch // groups * math.prod(kernel)
+    per = ch * math.prod(kernel) * math.prod(out_sp)
+    chunks = _chunks(n, per * a.itemsize)
+    buf = np.empty(per * (chunks[0][1] - chunks[0][0]), dtype=a.dtype)
+    gw = np.empty((groups, o // groups, ck), dtype=a.dtype)
+    part = np.empty_like(gw)
+    bg = b.reshape(n, groups, o // groups, -1)
     with ignore_fp_errors():
-        gw = np.matmul(bg, cols.transpose(0, 2, 1))
+        for lo, hi in chunks:
+            src = win[lo:hi].transpose(perm)
+            cols = buf[:per * (hi - lo)].reshape(src.shape)
+            np.copyto(cols, src)
+            g = bg[lo:hi].transpose(1, 2, 0, 3).reshape(groups, o // groups, -1)
+            np.matmul(g, cols.reshape(groups, ck, -1).transpose(0, 2, 1),
+                      out=gw if lo == 0 else part)
+            if lo:
+                gw += part
     return _land(gw, spec)
 
 
