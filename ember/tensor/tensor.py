@@ -388,13 +388,18 @@ def make_tensor(storage: Storage, shape: tuple, stride: tuple, offset: int, dtyp
     t._offset = offset
     t._dtype = dtype
     t._device = device
-    if _dispatcher._state.inference:
-        t._is_inference = True
-        t._ver = version if version is not None else \
-            VersionCounter(0, INFERENCE_TENSOR_KEYS[device.type])
+    if version is None:  # a new counter, built without a call to ``__init__``
+        version = _new(VersionCounter)
+        version.value = 0
+        if _dispatcher._state.inference:
+            t._is_inference = True
+            version.keys = INFERENCE_TENSOR_KEYS[device.type]
+        else:
+            t._is_inference = False
+            version.keys = TENSOR_KEYS[device.type]
     else:
-        t._is_inference = False
-        t._ver = version if version is not None else VersionCounter(0, TENSOR_KEYS[device.type])
+        t._is_inference = _dispatcher._state.inference
+    t._ver = version
     t._base = base
     t._requires_grad = False
     t._grad = None
@@ -440,11 +445,15 @@ def numpy_view(t: Tensor) -> np.ndarray:
         if t._device is META:
             raise RuntimeError("Tensor on the meta device has no data; this operation needs data")
         item = t._dtype.itemsize
-        if numel(t._shape) == 0:
-            arr = np.empty(t._shape, t._dtype.np)
+        shape, stride = t._shape, t._stride
+        if 0 in shape:  # no elements
+            arr = np.empty(shape, t._dtype.np)
         else:
-            arr = np.ndarray(t._shape, t._dtype.np, buffer=t._storage._buf,
-                             offset=t._offset * item, strides=[s * item for s in t._stride])
+            n = len(stride)  # byte strides; the common ranks without a comprehension frame
+            strides = (stride[0] * item, stride[1] * item) if n == 2 else \
+                (stride[0] * item,) if n == 1 else [s * item for s in stride]
+            arr = np.ndarray(shape, t._dtype.np, buffer=t._storage._buf,
+                             offset=t._offset * item, strides=strides)
         t._arr = arr
     return arr
 
