@@ -1,12 +1,16 @@
 """CPU kernels of convolution, pooling, padding, im2col/col2im and resampling (NumPy).
 
 Convolution is im2col + GEMM: the padded input is viewed as ``(N, C, *kernel, *out)``
-windows with ``as_strided`` (no copy), the view is materialised once as the column matrix and
-multiplied by the weight with one batched BLAS GEMM per group. col2im (transposed convolution,
+windows with ``as_strided`` (no copy), the view is materialised batch chunk by batch chunk
+into one cache-sized column buffer and multiplied by the weight with BLAS GEMMs written
+straight into the output (the weight gradient likewise, one GEMM per group and chunk summing
+over images and pixels). col2im (transposed convolution,
 fold, average-pooling backward) and max pooling loop over *kernel offsets* only: each step is
-one vectorised NumPy operation over the whole batch. Half-precision inputs compute in float32.
-Every kernel runs its operator's Meta rule first, so validation is shared with the Meta
-backend.
+one vectorised NumPy operation over the whole batch; 2x2/stride-2 max pooling and the
+backward of non-overlapping max pooling have branch-free fast paths (random masks make
+masked copies and ``where`` several times slower than arithmetic). Half-precision inputs
+compute in float32. Every kernel runs its operator's Meta rule first, so validation is shared
+with the Meta backend.
 """
 
 from __future__ import annotations
