@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from ember.autograd import anomaly, grad_mode
 from ember.autograd._ops import op as aten
-from ember.autograd.graph import AccumulateGrad, Node, gradient_edge
+from ember.autograd.graph import AccumulateGrad, Node, _sequence, gradient_edge
 from ember.core.device import CPU
 from ember.dispatch import dispatcher as _dispatcher
 from ember.tensor import Tensor, empty_tensor, make_tensor, numpy_view
@@ -55,7 +55,10 @@ class _GraphRoot(Node):
     __slots__ = ("grads",)
 
     def __init__(self, edges, grads):
-        super().__init__()
+        # Node.__init__'s slots, set here (its sequence number is drawn, then replaced by inf)
+        next(_sequence)
+        self._in_meta = ()
+        self._num_outputs = 1
         self.next_functions = tuple(edges)
         self.grads = tuple(grads)
         self.sequence_nr = _INF

@@ -30,6 +30,7 @@ __all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "gradient
            "register_multi_grad_hook", "increment_version"]
 
 _sequence = itertools.count()
+_INF = float("inf")
 
 
 class RemovableHandle:
@@ -144,9 +145,12 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable: Tensor):
-        super().__init__()
+        # Node.__init__'s slots, set here (one frame less: a leaf's node is made per graph)
+        next(_sequence)  # keeps sequence numbers what Node.__init__ would have made them
+        self.next_functions = ()
+        self._num_outputs = 1
         self.variable = variable
-        self.sequence_nr = float("inf")  # runs as soon as it is ready (PyTorch: UINT64_MAX)
+        self.sequence_nr = _INF  # runs as soon as it is ready (PyTorch: UINT64_MAX)
         self._in_meta = ((variable._shape, variable._dtype),)
 
     def apply(self, grads: tuple) -> tuple:

@@ -306,9 +306,15 @@ def make_unary(name: str, fn, ufunc: bool) -> None:
             res = fast.get(self._dtype)
             if res is not None:  # see NOTE [Pointwise hot path]
                 o = empty_tensor(self._shape, res)
+                a = self._arr  # arr(self) / arr(o), without the calls when cached
+                if a is None:
+                    a = arr(self)
+                dst = o._arr
+                if dst is None:
+                    dst = arr(o)
                 token = _set_errstate(_IGNORE)
                 try:
-                    fn(arr(self), out=arr(o))
+                    fn(a, out=dst)
                 finally:
                     _reset_errstate(token)
                 return o
@@ -324,9 +330,15 @@ def make_unary(name: str, fn, ufunc: bool) -> None:
             res = fast.get(self._dtype)
             if res is not None:  # the hot path of ``kernel``, one call shallower
                 o = empty_tensor(self._shape, res)
+                a = self._arr  # arr(self) / arr(o), without the calls when cached
+                if a is None:
+                    a = arr(self)
+                dst = o._arr
+                if dst is None:
+                    dst = arr(o)
                 token = _set_errstate(_IGNORE)
                 try:
-                    fn(arr(self), out=arr(o))
+                    fn(a, out=dst)
                 finally:
                     _reset_errstate(token)
                 return o
@@ -463,7 +475,9 @@ def _make_fast(fn, pairs: dict, scalars: dict):
             shape = input._shape
             if shape != other._shape:
                 shape = broadcast_shapes(shape, other._shape)
-            b = arr(other)
+            b = other._arr
+            if b is None:
+                b = arr(other)
         else:
             hit = scalars.get((d, other.__class__))
             if hit is None:
@@ -472,12 +486,18 @@ def _make_fast(fn, pairs: dict, scalars: dict):
             shape = input._shape
             b = cast(other)
         o = empty_tensor(shape, res)
+        a = input._arr  # arr(input) and arr(o) without the calls when the views are cached
+        if a is None:
+            a = arr(input)
+        dst = o._arr
+        if dst is None:
+            dst = arr(o)
         if d.category != dt.FLOATING:  # integer ufuncs raise no floating-point flags
-            fn(arr(input), b, out=arr(o))
+            fn(a, b, out=dst)
             return o
         token = _set_errstate(_IGNORE)
         try:
-            fn(arr(input), b, out=arr(o))
+            fn(a, b, out=dst)
         finally:
             _reset_errstate(token)
         return o
