@@ -19,7 +19,7 @@ from ember.ops._promotion import result_type
 from ember.ops.pointwise import _TN, where
 from ember.tensor import Tensor
 
-__all__ = ["softmax", "log_softmax", "celu", "selu", "threshold_backward"]
+__all__ = ["softmax", "log_softmax", "celu", "selu"]
 
 _P = (Tag.pointwise,)
 
