@@ -64,6 +64,9 @@ def _binder(fn: Callable):
             d.update(kwargs)
         return d
 
+    # what ``_record`` inlines for positional calls of signatures without ``*args``
+    bind.positional = (tuple(names), defaults) if var is None and "out" not in names else None
+
     return bind
 
 
@@ -135,7 +138,9 @@ class OpNode(Node):
             if g is None:
                 grads = _materialize(self, grads)
                 break
-        out = type(self).rule(_Ctx(self), *grads)
+        ctx = _new(_Ctx)  # _Ctx(self), without the __init__ frame
+        ctx._node = self
+        out = type(self).rule(ctx, *grads)
         structure = self._structure
         if self._flat:
             if out.__class__ is tuple:
@@ -201,20 +206,6 @@ def mark_requires_grad(t: Tensor, node: Node, output_nr: int) -> None:
     t._mkey = None
 
 
-def _inputs(bound: dict, names) -> list:
-    """(name, tensor or list of tensors) for each tensor-valued argument, in order."""
-    out = []
-    for name in names:
-        v = bound.get(name)
-        if isinstance(v, Tensor):
-            out.append((name, v))
-        elif v is None or v.__class__ in _PLAIN_VALUES:
-            continue
-        elif isinstance(v, list | tuple) and v and all(isinstance(t, Tensor) for t in v):
-            out.append((name, list(v)))
-    return out
-
-
 def _check_inplace(op_name: str, t: Tensor) -> None:
     if t._is_inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
@@ -268,8 +259,10 @@ def register_derivative(op, rule: Callable, *, save=(), signature: Callable | No
     results = tuple(s for s in save if s.startswith("result"))
     which = None if "result" in results or not results else \
         frozenset(int(s[len("result"):]) for s in results)
-    op._autograd = (cls, _binder(sig), params, tuple(s for s in save if s not in results),
-                    bool(results), Tag.inplace in op.tags, Tag.view in op.tags, which)
+    bind = _binder(sig)
+    op._autograd = (cls, bind, params, tuple(s for s in save if s not in results),
+                    bool(results), Tag.inplace in op.tags, Tag.view in op.tags, which,
+                    bind.positional)
     op.register(AliasKey.Autograd, autograd_kernel, with_keyset=True)
     return cls
 
@@ -289,13 +282,14 @@ def autograd_kernel(op, ks: int, *args, **kwargs):
             for a in kwargs.values():
                 if isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None):
                     return _record(op, ks, args, kwargs)
-        if _modifies_view_of_grad_base(op, args):
+        if op._is_inplace and _modifies_view_of_grad_base(op, args):
             return _record(op, ks, args, kwargs)
     elif op._is_view:
         out = op.lookup(ks)(*args, **kwargs)
         _mark_no_grad_view(args, out)
         return out
-    return op.lookup(ks)(*args, **kwargs)
+    fn = op._cache.get(ks)  # op.lookup(ks), inlined
+    return (fn if fn is not None else op._compute(ks))(*args, **kwargs)
 
 
 def _modifies_view_of_grad_base(op, args) -> bool:
@@ -313,12 +307,25 @@ def _mark_no_grad_view(args, out) -> None:
 
 
 def _record(op, ks: int, args, kwargs):
-    cls, bind, params, saves, save_result, inplace, is_view, which = op._autograd
-    bound = bind(args, kwargs)
-    if bound.get("out") is not None:
-        raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
-                           "automatic differentiation, but one of the arguments requires grad.")
-    inputs = _inputs(bound, params)
+    cls, bind, params, saves, save_result, inplace, is_view, which, positional = op._autograd
+    if positional is not None and not kwargs:  # bind(args, kwargs), inlined
+        bound = dict(positional[1])
+        bound.update(zip(positional[0], args))
+    else:
+        bound = bind(args, kwargs)
+        if bound.get("out") is not None:
+            raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
+    inputs = []  # (name, tensor or list of tensors) per tensor-valued argument, in order
+    for name in params:
+        v = bound.get(name)
+        if isinstance(v, Tensor):
+            inputs.append((name, v))
+        elif v is None or v.__class__ in _PLAIN_VALUES:
+            continue
+        elif isinstance(v, list | tuple) and v and all(isinstance(t, Tensor) for t in v):
+            inputs.append((name, list(v)))
     node = _new(cls)  # OpNode: the slots Node.__init__ would set are all set here
     node.sequence_nr = next(_sequence)
     edges, metas, structure, meta_of = [], [], [], {}
@@ -365,7 +372,8 @@ def _record(op, ks: int, args, kwargs):
     if anomaly._state.enabled:
         anomaly.record_stack(node)
 
-    out = op.lookup(ks)(*args, **kwargs)
+    fn = op._cache.get(ks)  # op.lookup(ks), inlined
+    out = (fn if fn is not None else op._compute(ks))(*args, **kwargs)
 
     if out.__class__ is Tensor:
         outs = (out,)
