@@ -290,8 +290,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     With ``capture`` (``autograd.grad``) returns the gradients flowing into ``inputs``
     without touching ``.grad``; otherwise accumulates into leaves (only ``inputs`` if given).
     """
-    tensors = _as_tuple(tensors)
-    grads = list(_as_tuple(grad_tensors)) or [None] * len(tensors)
+    tensors = (tensors,) if tensors.__class__ is Tensor else _as_tuple(tensors)
+    grads = [None] * len(tensors) if grad_tensors is None else \
+        list(_as_tuple(grad_tensors)) or [None] * len(tensors)
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(grads)} tensors and {len(tensors)} gradients")
     root_grads = _make_root_grads(tensors, grads, create_graph)
@@ -329,7 +330,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
             node = _heappop(ready)[2]
             in_grads = buffers.pop(node)
             is_accumulate = node.__class__ is AccumulateGrad
-            if is_accumulate or node._tensor_pre_hooks or node._retain_hooks:
+            if node._tensor_pre_hooks or node._retain_hooks or (
+                    is_accumulate and node.variable._hooks):
                 in_grads = _call_tensor_pre_hooks(node, in_grads)
             if capture_at:
                 at = capture_at.get(id(node))

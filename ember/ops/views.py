@@ -24,7 +24,7 @@ from ember.core.layout import (
 )
 from ember.dispatch import AliasKey, Tag, define
 from ember.ops._define import TENSOR_METHODS, composite, derivative, tensor_method
-from ember.tensor import Tensor, make_view
+from ember.tensor import Tensor, make_tensor, make_view
 
 __all__ = [
     "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose", "swapaxes",
@@ -45,7 +45,12 @@ def view_operator(schema: str, *, method: str | bool = True, tags=()):
 
         def kernel(self, *args, **kwargs):
             shape, stride, offset = geometry(self, *args, **kwargs)
-            return make_view(self, shape, stride, offset)
+            # make_view(self, shape, stride, offset), one frame shallower
+            out = make_tensor(self._storage, shape, stride, offset, self._dtype, self._device,
+                              base=self._base if self._base is not None else self,
+                              version=self._ver)
+            out._is_inference = self._is_inference
+            return out
 
         op.register(AliasKey.CompositeExplicitAutograd, kernel)
         if method:
