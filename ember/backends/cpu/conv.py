@@ -340,15 +340,24 @@ def _max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=
     return _land(best, specs[0]), _land(idx, specs[1])
 
 
+def _block_planes(a: np.ndarray, oh: int, ow: int) -> np.ndarray:
+    """Strided view ``(2, 2, ..., oh, ow)`` of ``a``'s 2x2 blocks: ``[i, j]`` is offset (i, j)."""
+    st = a.strides
+    return as_strided(a, (2, 2) + a.shape[:-2] + (oh, ow),
+                      st[-2:] + st[:-2] + (2 * st[-2], 2 * st[-1]), writeable=False)
+
+
 def _max_pool_2x2(a: np.ndarray, specs):
-    """Non-overlapping 2x2 max pooling (the common case) from four strided views, written
-    into the outputs directly: the maximum of the row maxima, and its index from two
-    comparisons (ties keep the first in window order, as PyTorch). None when the result
-    holds NaN (PyTorch's NaN rule is left to the general kernel)."""
+    """Non-overlapping 2x2 max pooling (the common case): the four block offsets are copied
+    once into contiguous planes (stride-2 operands make every later NumPy pass several times
+    slower), then the maximum of the row maxima and its index from two comparisons (ties
+    keep the first in window order, as PyTorch), written into the outputs directly. None
+    when the result holds NaN (PyTorch's NaN rule is left to the general kernel)."""
     oh, ow = specs[0].shape[-2:]
     w = a.shape[-1]
-    v00, v01 = a[..., 0:2 * oh:2, 0:2 * ow:2], a[..., 0:2 * oh:2, 1:2 * ow:2]
-    v10, v11 = a[..., 1:2 * oh:2, 0:2 * ow:2], a[..., 1:2 * oh:2, 1:2 * ow:2]
+    planes = np.empty((2, 2) + a.shape[:-2] + (oh, ow), dtype=a.dtype)
+    np.copyto(planes, _block_planes(a, oh, ow))
+    (v00, v01), (v10, v11) = planes
     top, bot = np.maximum(v00, v01), np.maximum(v10, v11)
     vo = new_output(specs[0].shape, specs[0].dtype)
     direct = vo._dtype.np == a.dtype
