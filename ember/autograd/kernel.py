@@ -130,6 +130,14 @@ class OpNode(Node):
     rule: Callable = None
     op = None
 
+    def __getattr__(self, name: str):
+        # ``grad_fn._saved_<arg>`` / ``_saved_result``: saved values for inspection, as in torch
+        if name.startswith("_saved_"):
+            arg = name[len("_saved_"):]
+            ctx = _Ctx(self)
+            return getattr(ctx, arg)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def apply(self, grads: tuple) -> tuple:
         if self._bound is None and self._released:
             if self._needs_saved():

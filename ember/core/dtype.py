@@ -33,9 +33,10 @@ class DType:
     is_signed: bool
     np: np.dtype = field(compare=False)
 
-    @property
-    def is_floating_point(self) -> bool:
-        return self.category == FLOATING
+    is_floating_point: bool = field(init=False, compare=False)  # read on hot paths
+
+    def __post_init__(self):
+        object.__setattr__(self, "is_floating_point", self.category == FLOATING)
 
     @property
     def is_complex(self) -> bool:

@@ -327,3 +327,15 @@ def test_derivative_not_implemented_raises_clearly():
             y.sum().backward()
     finally:
         lib._destroy()
+
+
+def test_saved_values_are_inspectable_on_grad_fn():
+    def f(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * 3).exp()
+        return y.grad_fn._saved_result, y
+    (e_saved, ey), (t_saved, _) = f(ember), f(torch)
+    close(e_saved, t_saved)
+    ey.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        _ = ey.grad_fn._saved_result
