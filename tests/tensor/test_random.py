@@ -5,6 +5,7 @@ holds or never does (no flakes). The bounds are loose (many standard errors) so 
 correct sampler passes for any seed, and a broken one (wrong range, wrong moments) fails.
 """
 
+import hashlib
 import math
 
 import numpy as np
@@ -372,3 +373,91 @@ def test_linspace_endpoints_exact():
         x = ember.linspace(-1.7, 3.3, steps).numpy()
         assert x[0] == np.float32(-1.7) and x[-1] == np.float32(3.3)
     assert math.isclose(ember.logspace(0, 3, 4, base=2.0)[-1].item(), 8.0)
+
+
+# -- pinned streams: optimisations of the generator must not change a single bit -------------------
+def _digest(a) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:16]
+
+
+def _pinned_draws():
+    g = gen(0x0123_4567_89AB_CDEF)
+    yield "words", g.words(1_000_003)
+    g.set_offset(4 * ((1 << 32) - 5000))  # crosses the 2**32-block boundary (counter word 1)
+    yield "words_wrap", g.words(40_001)
+    g = gen(7)
+    for name in ("float32", "float16", "bfloat16", "float64"):
+        yield "uniform_" + name, g.uniform(250_001, getattr(ember, name))
+    yield "normal32", g.normal(100_001, ember.float32)
+    yield "normal64", g.normal(100_001, ember.float64)
+    yield "integers", g.integers(100_001, -3, 1000)
+    g = gen(11)
+    for p in (0.0, 1.0, 0.1, 0.9, 0.5, 2.0 ** -24, 3 * 2.0 ** -25, 1 - 2.0 ** -25,
+              0.1 + 2.0 ** -40, 1 / 3):
+        for dtype in (ember.float32, ember.float64, ember.float16, ember.int64):
+            t = ember.zeros(100_003, dtype=dtype).bernoulli_(p, generator=g)
+            yield f"bernoulli_{p!r}_{dtype}", t.numpy()
+    probs = ember.tensor(np.linspace(0, 1, 30_001), dtype=ember.float32)
+    yield "bernoulli_tensor", ember.bernoulli(probs, generator=g).numpy()
+    yield "rand_offset", np.array([g.get_offset()])
+
+
+# Computed with the original (pre-optimisation) generator, commit 7d25013.
+PINNED = {
+    'words': '2c56401f5cb34596',
+    'words_wrap': '6117c5bfecff05d9',
+    'uniform_float32': '184ff9faeadc9b59',
+    'uniform_float16': '8f48204255b1c42a',
+    'uniform_bfloat16': '8148293ca6ff4cb0',
+    'uniform_float64': '421cbc39e0b66937',
+    'normal32': 'db1a2afdb08332e0',
+    'normal64': 'e26cfb06bf10a26c',
+    'integers': 'e13a82552cb43156',
+    'bernoulli_0.0_ember.float32': '08cd1631e83e5086',
+    'bernoulli_0.0_ember.float64': '4a7b5bc9c7b43e51',
+    'bernoulli_0.0_ember.float16': '7bc257f75a41c35a',
+    'bernoulli_0.0_ember.int64': '4a7b5bc9c7b43e51',
+    'bernoulli_1.0_ember.float32': '2719bea47bcadb87',
+    'bernoulli_1.0_ember.float64': 'd6c938b005a6ce43',
+    'bernoulli_1.0_ember.float16': 'a383c9d406b1793b',
+    'bernoulli_1.0_ember.int64': 'e3e245dab480a606',
+    'bernoulli_0.1_ember.float32': '0e69ef0d22328417',
+    'bernoulli_0.1_ember.float64': '21d1a4d045473f6b',
+    'bernoulli_0.1_ember.float16': 'b113f943f164fadd',
+    'bernoulli_0.1_ember.int64': '08cd26508db279ac',
+    'bernoulli_0.9_ember.float32': '20f056cbdca4221a',
+    'bernoulli_0.9_ember.float64': 'd9ac28225be0ff3f',
+    'bernoulli_0.9_ember.float16': 'e83a808926c88cef',
+    'bernoulli_0.9_ember.int64': '8d96a7bcc1e8f7ae',
+    'bernoulli_0.5_ember.float32': '5c53e0f7a95b555d',
+    'bernoulli_0.5_ember.float64': '66e4d2968c31ce51',
+    'bernoulli_0.5_ember.float16': 'efa9842e291b9cfa',
+    'bernoulli_0.5_ember.int64': 'e01cbc7f7595d071',
+    'bernoulli_5.960464477539063e-08_ember.float32': '08cd1631e83e5086',
+    'bernoulli_5.960464477539063e-08_ember.float64': '4a7b5bc9c7b43e51',
+    'bernoulli_5.960464477539063e-08_ember.float16': '7bc257f75a41c35a',
+    'bernoulli_5.960464477539063e-08_ember.int64': '4a7b5bc9c7b43e51',
+    'bernoulli_8.940696716308594e-08_ember.float32': '08cd1631e83e5086',
+    'bernoulli_8.940696716308594e-08_ember.float64': '4a7b5bc9c7b43e51',
+    'bernoulli_8.940696716308594e-08_ember.float16': '7bc257f75a41c35a',
+    'bernoulli_8.940696716308594e-08_ember.int64': '4a7b5bc9c7b43e51',
+    'bernoulli_0.9999999701976776_ember.float32': '2719bea47bcadb87',
+    'bernoulli_0.9999999701976776_ember.float64': 'd6c938b005a6ce43',
+    'bernoulli_0.9999999701976776_ember.float16': 'a383c9d406b1793b',
+    'bernoulli_0.9999999701976776_ember.int64': 'e3e245dab480a606',
+    'bernoulli_0.1000000000009095_ember.float32': 'b02ec0c6c69d3dd4',
+    'bernoulli_0.1000000000009095_ember.float64': 'd8e104a795d9b91f',
+    'bernoulli_0.1000000000009095_ember.float16': 'e1c1849e27a13db3',
+    'bernoulli_0.1000000000009095_ember.int64': 'd042d49301e9b287',
+    'bernoulli_0.3333333333333333_ember.float32': 'fb6e68e3d986c234',
+    'bernoulli_0.3333333333333333_ember.float64': 'af1d0d0eff487219',
+    'bernoulli_0.3333333333333333_ember.float16': '7e650412b1f6bdf0',
+    'bernoulli_0.3333333333333333_ember.int64': 'fd1b85b146e55d32',
+    'bernoulli_tensor': 'dfb9549f3aa3f3a0',
+    'rand_offset': 'dfdc7c9c8197ec3f',
+}
+
+
+def test_pinned_stream_hashes():
+    got = {name: _digest(a) for name, a in _pinned_draws()}
+    assert got == PINNED
