@@ -290,6 +290,11 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     With ``capture`` (``autograd.grad``) returns the gradients flowing into ``inputs``
     without touching ``.grad``; otherwise accumulates into leaves (only ``inputs`` if given).
     """
+    if tensors.__class__ is Tensor and not inputs and not capture and not create_graph and \
+            not anomaly._state.enabled and (grad_tensors is None or
+                                            grad_tensors.__class__ is Tensor):
+        _run_simple(tensors, grad_tensors, retain_graph)
+        return None
     tensors = (tensors,) if tensors.__class__ is Tensor else _as_tuple(tensors)
     grads = [None] * len(tensors) if grad_tensors is None else \
         list(_as_tuple(grad_tensors)) or [None] * len(tensors)
@@ -362,6 +367,86 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
                                    "the desired behavior.")
         return tuple(captured)
     return None
+
+
+def _run_simple(tensor: Tensor, grad_tensor, retain_graph) -> None:
+    """``run_backward`` for one root tensor, no ``inputs``, ``create_graph`` or anomaly mode.
+
+    The same loop as NOTE [The backward loop], with the per-node steps inlined for the usual
+    node (no hooks, matching gradient metadata); anything else takes the general helpers.
+    """
+    root_grads = _make_root_grads((tensor,), (grad_tensor,), False)
+    root = _GraphRoot(_root_edges((tensor,)), root_grads)
+    deps = _dependencies(root)
+    taken: set = set()
+    buffers: dict = {}
+    ready: list = []
+    _feed(root, root_grads, buffers, deps, ready, None)
+    prev = (_engine.callbacks, _engine.checkpoint_valid)
+    _engine.callbacks = []
+    _engine.depth += 1
+    grad_st = grad_mode._grad
+    saved_grad_mode = grad_st.enabled
+    grad_st.enabled = False
+    try:
+        while ready:
+            node = _heappop(ready)[2]
+            in_grads = buffers.pop(node)
+            if node._tensor_pre_hooks is not None or node._retain_hooks is not None:
+                in_grads = _call_tensor_pre_hooks(node, in_grads)
+            if node.__class__ is AccumulateGrad:
+                if node.variable._hooks:
+                    in_grads = _call_tensor_pre_hooks(node, in_grads)
+                _accumulate(node, in_grads[0], False, root_grads, taken)
+                continue
+            if node._pre_hooks is not None or node._post_hooks is not None or \
+                    anomaly._state.enabled or len(in_grads) != 1 or in_grads[0] is None:
+                _run_node(node, in_grads, retain_graph, buffers, deps, ready, None)
+                continue
+            # _run_node, inlined for one incoming gradient and no hooks
+            try:
+                outs = node.apply((in_grads[0],))
+            except Exception:
+                _anomaly_report(node)
+                raise
+            edges = node.next_functions
+            metas = node._in_meta
+            if len(outs) == len(edges) and metas:
+                # _validate's common case: every gradient already has its input's metadata
+                for g, edge, meta in zip(outs, edges, metas):
+                    if g is not None and edge[0] is not None and (
+                            g.__class__ is not Tensor or g._shape != meta[0] or
+                            g._dtype is not meta[1]):
+                        outs = _validate(node, outs)
+                        break
+            else:
+                outs = _validate(node, outs)
+            if not retain_graph:
+                node.release_variables()
+            # _feed, inlined
+            for (nxt, nr), g in zip(edges, outs):
+                if nxt is None:
+                    continue
+                buf = buffers.get(nxt)
+                if buf is None:
+                    if nxt._num_outputs == 1:
+                        buffers[nxt] = [g]
+                        g = None
+                    else:
+                        buf = buffers[nxt] = [None] * nxt._num_outputs
+                if g is not None:
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if not left:
+                    _heappush(ready, (-nxt.sequence_nr, id(nxt), nxt))
+        callbacks = _engine.callbacks
+        while callbacks:
+            callbacks.pop(0)()
+    finally:
+        grad_st.enabled = saved_grad_mode
+        _engine.callbacks, _engine.checkpoint_valid = prev
+        _engine.depth -= 1
 
 
 def _run_node(node: Node, in_grads: list, retain_graph: bool, buffers, deps, ready, needed):

@@ -251,6 +251,23 @@ class SavedTensor:
         return t
 
 
+_new = object.__new__
+
+
+def save_input(t: Tensor) -> SavedTensor:
+    """``SavedTensor(t)`` for a forward input; built directly when no hook or error applies."""
+    st = _hooks_state
+    if t._is_inference or st.stack or st.disabled is not None:
+        return SavedTensor(t)
+    s = _new(SavedTensor)  # the fields SavedTensor.__init__ sets that ``unpack`` reads
+    s._version = t._ver.value
+    s._is_output = False
+    s._unpack = None
+    s._leaf = t if (t.grad_fn is None and t._requires_grad) else None
+    s._data = t
+    return s
+
+
 def _type_name(t: Tensor) -> str:
     return t._dtype.scalar_name + "Tensor"
 

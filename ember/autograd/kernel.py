@@ -24,7 +24,7 @@ from collections.abc import Callable
 from ember.autograd import anomaly
 from ember.autograd._ops import op as aten
 from ember.autograd.grad_mode import _grad
-from ember.autograd.graph import Node, SavedTensor, _sequence, gradient_edge
+from ember.autograd.graph import Node, SavedTensor, _sequence, gradient_edge, save_input
 from ember.core.dtype import FLOATING as _FLOATING
 from ember.dispatch import AliasKey, Tag
 from ember.dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, DispatchKey
@@ -111,6 +111,17 @@ class _Ctx:
         """dtype of tensor argument ``name`` at record time (a list for a tensor list)."""
         meta = self._node._meta_of[name]
         return [m[1] for m in meta] if isinstance(meta, list) else meta[1]
+
+    def tensor_needs(self, name0: str, name1: str) -> tuple:
+        """For arguments ``name0`` and ``name1`` (the first two tensor arguments when both are
+        tensors): None where the argument is not a tensor, else whether it needs a gradient."""
+        node = self._node
+        meta_of = node._meta_of
+        edges = node.next_functions
+        if name0 in meta_of:
+            return (edges[0][0] is not None,
+                    edges[1][0] is not None if name1 in meta_of else None)
+        return None, (edges[0][0] is not None if name1 in meta_of else None)
 
     @property
     def needs_input_grad(self) -> tuple:
@@ -325,6 +336,67 @@ def _record(op, ks: int, args, kwargs):
             raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires "
                                "grad.")
+    if inplace:
+        return _record_general(op, ks, args, kwargs, bound)
+    # The out-of-place case: one pass over the arguments makes the edges and saves.
+    node = _new(cls)  # OpNode: the slots Node.__init__ would set are all set here
+    node.sequence_nr = next(_sequence)
+    edges, metas, meta_of = [], [], {}
+    structure = None  # built only when a tensor-list argument appears
+    for name in params:
+        v = bound.get(name)
+        if v is None or v.__class__ in _PLAIN_VALUES:
+            continue
+        if isinstance(v, Tensor):
+            fn = v.grad_fn
+            edges.append((fn, v._output_nr) if fn is not None else
+                         gradient_edge(v) or _NO_EDGE)
+            meta = (v._shape, v._dtype)
+            metas.append(meta)
+            meta_of[name] = meta
+            bound[name] = save_input(v) if name in saves else _UNSAVED
+            if structure is not None:
+                structure.append(None)
+        elif isinstance(v, list | tuple) and v and all(isinstance(t, Tensor) for t in v):
+            if structure is None:
+                structure = [None] * len(edges)
+            structure.append(len(v))
+            for t in v:
+                edges.append(gradient_edge(t) or _NO_EDGE)
+                metas.append((t._shape, t._dtype))
+            meta_of[name] = metas[-len(v):]
+            bound[name] = [SavedTensor(t) for t in v] if name in saves else _UNSAVED
+    node.next_functions = tuple(edges)
+    node._in_meta = tuple(metas)
+    if structure is None:
+        node._structure = (None,) * len(edges)
+        node._flat = True
+    else:
+        node._structure = tuple(structure)
+        node._flat = False
+    node._meta_of = meta_of
+    node._bound = bound
+    node._result = None
+    if anomaly._state.enabled:
+        anomaly.record_stack(node)
+    fn = op._cache.get(ks)  # op.lookup(ks), inlined
+    out = (fn if fn is not None else op._compute(ks))(*args, **kwargs)
+    if out.__class__ is not Tensor:
+        return _mark_outputs(out, node, False, None, save_result, which)
+    node._num_outputs = 1
+    node._out_meta = ((out._shape, out._dtype),)
+    if out._dtype.category == _FLOATING:  # mark_requires_grad(out, node, 0), inlined
+        out.grad_fn = node
+        out._output_nr = 0
+        out._ver.keys |= 1 << AUTOGRAD_KEY_OF_DEVICE[out._device.type]
+        out._mkey = None
+    if save_result:
+        node._result = SavedTensor(out, node, is_output=True)
+    return out
+
+
+def _record_general(op, ks: int, args, kwargs, bound):
+    cls, bind, params, saves, save_result, inplace, is_view, which, positional = op._autograd
     inputs = []  # (name, tensor or list of tensors) per tensor-valued argument, in order
     for name in params:
         v = bound.get(name)
@@ -379,10 +451,18 @@ def _record(op, ks: int, args, kwargs):
     node._result = None
     if anomaly._state.enabled:
         anomaly.record_stack(node)
+    return _run_and_mark(op, ks, args, kwargs, node, inplace, self_t, save_result, which)
 
+
+def _run_and_mark(op, ks: int, args, kwargs, node, inplace: bool, self_t, save_result: bool,
+                  which):
+    """Run ``op`` below autograd and give its outputs ``node`` as history."""
     fn = op._cache.get(ks)  # op.lookup(ks), inlined
     out = (fn if fn is not None else op._compute(ks))(*args, **kwargs)
+    return _mark_outputs(out, node, inplace, self_t, save_result, which)
 
+
+def _mark_outputs(out, node, inplace: bool, self_t, save_result: bool, which):
     if out.__class__ is Tensor:
         outs = (out,)
         node._num_outputs = 1

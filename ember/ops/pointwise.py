@@ -142,6 +142,11 @@ UNARY = {
 # values. Rules that only need the output save "result" instead of ``self``.
 _ZERO = Grad((), lambda c, g: zeros_like(g))  # piecewise constant: torch returns zeros
 _SELF, _RESULT = ("self",), ("result",)
+def _tanh_grad(g: Tensor, result: Tensor) -> Tensor:
+    """``g * (1 - result * result)``, the saved output unpacked once."""
+    return g * (1 - result * result)
+
+
 def _relu_grad(grad: Tensor, result: Tensor) -> Tensor:
     """ReLU's gradient as the fused ``threshold_backward(grad, result, 0)`` (declared in
     ember.ops.nn_ops, which imports this module: hence the import here)."""
@@ -173,7 +178,7 @@ UNARY_GRADS = {
     "atan": Grad(_SELF, lambda c, g: g / (c.self * c.self + 1)),
     "sinh": Grad(_SELF, lambda c, g: g * c.self.cosh()),
     "cosh": Grad(_SELF, lambda c, g: g * c.self.sinh()),
-    "tanh": Grad(_RESULT, lambda c, g: g * (1 - c.result * c.result)),
+    "tanh": Grad(_RESULT, lambda c, g: _tanh_grad(g, c.result)),
     "asinh": Grad(_SELF, lambda c, g: g * (c.self * c.self + 1).rsqrt()),
     "acosh": Grad(_SELF, lambda c, g: g * (c.self * c.self - 1).rsqrt()),
     "atanh": Grad(_SELF, lambda c, g: g / (1 - c.self * c.self)),
@@ -239,9 +244,9 @@ BINARY = {
 # ``ctx.input`` is ``self`` there too.
 _IO = ("input", "other")
 BINARY_GRADS = {
-    "add": Grad((), lambda c, g: _grads(c, lambda: g, lambda: _scale(g, c.alpha))),
-    "sub": Grad((), lambda c, g: _grads(c, lambda: g, lambda: _scale(-g, c.alpha))),
-    "mul": Grad(_IO, lambda c, g: _grads(c, lambda: g * c.other, lambda: g * c.input)),
+    "add": Grad((), lambda c, g: _add_grad(c, g, False)),
+    "sub": Grad((), lambda c, g: _add_grad(c, g, True)),
+    "mul": Grad(_IO, lambda c, g: _mul_grad(c, g)),
     # floor_divide has no rule: torch has no formula for it and its backward refuses.
     "remainder": Grad(_IO, lambda c, g: _remainder_grad(c, g)),
     "fmod": Grad(_IO, lambda c, g: _grads(c, lambda: g, lambda: -g * div(
@@ -451,6 +456,30 @@ def _grads(ctx, *thunks, names=_IO) -> tuple:
         if _is_tensor_arg(ctx, name):
             out.append(thunk() if needs[len(out)] else None)
     return tuple(out)
+
+
+def _pair(needs: tuple, grad_input, grad_other) -> tuple:
+    """What ``_grads`` returns for ``(input, other)`` given ``ctx.tensor_needs(*_IO)`` and the
+    two gradients (computed only where needed by the caller)."""
+    ni, no = needs
+    if ni is None:
+        return (grad_other,)
+    if no is None:
+        return (grad_input,)
+    return (grad_input, grad_other)
+
+
+def _add_grad(c, g: Tensor, negate: bool) -> tuple:
+    """add/sub: ``g`` for ``input``, ``(-)g * alpha`` for ``other`` (each only when needed)."""
+    needs = c.tensor_needs("input", "other")
+    return _pair(needs, g if needs[0] else None,
+                 _scale(-g if negate else g, c.alpha) if needs[1] else None)
+
+
+def _mul_grad(c, g: Tensor) -> tuple:
+    """mul: ``g * other`` for ``input``, ``g * input`` for ``other`` (each only when needed)."""
+    needs = c.tensor_needs("input", "other")
+    return _pair(needs, g * c.other if needs[0] else None, g * c.input if needs[1] else None)
 
 
 def _scale(g: Tensor, factor) -> Tensor:
@@ -684,7 +713,9 @@ def _div_backward(ctx, grad):
     if ctx.rounding_mode is not None:  # piecewise constant: zeros, as torch
         return _grads(ctx, lambda: zeros_like(grad), lambda: zeros_like(grad))
     a, b = ctx.input, ctx.other
-    return _grads(ctx, lambda: grad / b, lambda: -grad * ((a / b) / b))
+    needs = ctx.tensor_needs("input", "other")
+    return _pair(needs, grad / b if needs[0] else None,
+                 -grad * ((a / b) / b) if needs[1] else None)
 
 
 __all__ += ["div", "div_"]

@@ -204,6 +204,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
 @derivative(sum)
 def _sum_backward(ctx, grad):
     shape = ctx.shape_of("input")
+    if not grad._shape:  # a full reduction's 0-d gradient expands as it is: no unsqueezes
+        return grad.expand(shape)
     dims = reduction_dims(shape, ctx.dim)
     return _restore(grad, shape, dims, ctx.keepdim).expand(shape)
 
