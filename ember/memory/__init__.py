@@ -72,12 +72,7 @@ def max_memory_reserved(device=None) -> int:
 
 def reset_peak_memory_stats(device=None) -> None:
     """Make every peak statistic equal its current value."""
-    a = _allocator_for(device)
-    with a.lock:
-        for c in (a.all, a.small, a.large):
-            c.reset_peaks()
-        for o in (a.oa, a.os):
-            o[1] = o[0]
+    _allocator_for(device).reset_peaks()
 
 
 reset_max_memory_allocated = reset_peak_memory_stats

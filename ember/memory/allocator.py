@@ -35,6 +35,19 @@ current value, its peak, and the cumulative decrease ("freed"); the cumulative i
 ``current + freed - base`` (``base`` is the current value at the last reset). ``active`` equals
 ``allocation`` (there are no streams, so no block awaits a cross-stream free).
 
+NOTE [Peaks of "all"]
+Allocated bytes, allocations and requested bytes are counted per pool only; "all" (``_All``)
+reads their current, freed and base values as the sum of the pools'. Its peaks must still be
+exact: the maximum over time of small + large, which can only rise at a malloc. A large-pool
+malloc calls ``_peaks()``, which updates every peak exactly. A small-pool malloc compares each
+new small-pool value ``v`` with a bound ``lim`` and calls ``_peaks()`` only past it, where
+``lim <= min(small peak, all peak - large current)`` always holds: ``_peaks()`` sets it to
+exactly that, and afterwards the right-hand side can only fall through a large-pool malloc
+(which calls ``_peaks()``) or a reset of the peaks (which calls it too); the peaks otherwise
+only rise and the large pool's current otherwise only falls. So ``v <= lim`` means
+``v <= small peak`` and ``v + large <= all peak``: no peak changes, and the one comparison per
+statistic is all a small malloc pays.
+
 NOTE [Re-entrancy]
 A Storage is freed from ``__del__``, which the garbage collector may run in the middle of a
 ``malloc`` on the same thread. The allocator holds an ``RLock`` (other threads wait) and a
@@ -238,9 +251,13 @@ class _Counters:
 
 
 class Pool(_Counters):
-    """Free blocks of one pool (small or large), by size then address, and its statistics."""
+    """Free blocks of one pool (small or large), by size then address, and its statistics.
 
-    __slots__ = ("small", "buckets", "sizes", "calls")
+    ``ab_lim``, ``ac_lim`` and ``rq_lim`` (small pool only) are NOTE [Peaks of "all"]'s
+    bounds: below them a small-pool malloc changes no peak.
+    """
+
+    __slots__ = ("small", "buckets", "sizes", "calls", "ab_lim", "ac_lim", "rq_lim")
 
     def __init__(self, small: bool):
         super().__init__()
@@ -248,6 +265,42 @@ class Pool(_Counters):
         self.buckets: dict[int, list[int]] = {}  # size -> sorted [-address]
         self.sizes: list[int] = []  # sorted sizes present in buckets
         self.calls = 0  # get_free_block calls (garbage-collection age)
+        self.ab_lim = self.ac_lim = self.rq_lim = 0
+
+
+class _All(_Counters):
+    """The statistics of all pools: allocated/requested bytes and allocations are the sums of
+    the pools' counters, read on demand (NOTE [Peaks of "all"]); the rest are counters."""
+
+    __slots__ = ("small", "large")
+
+    def __init__(self, small: Pool, large: Pool):
+        for name in _Counters.__slots__:
+            if name[:2] not in ("ab", "ac", "rq") or name.endswith("_pk"):
+                setattr(self, name, 0)
+        self.small = small
+        self.large = large
+
+    def reset_accumulated(self) -> None:
+        for key in ("rb", "sc"):
+            setattr(self, key + "_base", getattr(self, key))
+            setattr(self, key + "_fr", 0)
+        for key in ("ib", "ic"):
+            setattr(self, key + "_al", 0)
+            setattr(self, key + "_fr", 0)
+
+
+def _sum_of_pools(name: str) -> property:
+    def get(self) -> int:
+        return getattr(self.small, name) + getattr(self.large, name)
+    return property(get, doc=f"``{name}`` of the small pool plus the large pool's.")
+
+
+for _key in ("ab", "ac", "rq"):
+    for _suffix in ("", "_fr", "_base"):
+        # the slots stay (inherited) but the class attribute shadows them
+        setattr(_All, _key + _suffix, _sum_of_pools(_key + _suffix))
+del _key, _suffix
 
 
 class CachingAllocator:
@@ -267,7 +320,7 @@ class CachingAllocator:
         self.backend = backend
         self.small = Pool(True)
         self.large = Pool(False)
-        self.all = _Counters()
+        self.all = _All(self.small, self.large)
         self.free_blocks: dict[int, Block] = {}  # address -> free block
         self.segments: dict[int, Segment] = {}  # address -> segment
         self.capacity = physical_memory() if capacity is None else capacity
@@ -330,47 +383,39 @@ class CachingAllocator:
         self.busy = True
         try:
             if size <= K_SMALL_SIZE:
-                pool = self.small
                 lane = self.lane.get(size)
                 if lane:  # NOTE [Exact-size lane]
                     block = lane.pop()
                     self.lane_n -= 1
                 else:
+                    pool = self.small
                     if self.lane_n:
                         self._flush()
                     block = self._get_free_block(pool, size) if self.caching else None
                     if block is None:
                         block = self._alloc_new(pool, size, nbytes)
                     size = self._split(pool, block, size)
+                block.allocated = True
+                block.requested = nbytes
+                # counters (NOTE [Statistics are counters], NOTE [Peaks of "all"])
+                c = self.small
+                v = c.ab = c.ab + size
+                w = c.ac = c.ac + 1
+                r = c.rq = c.rq + nbytes
+                if v > c.ab_lim or w > c.ac_lim or r > c.rq_lim:
+                    self._peaks()
             else:
                 pool = self.large
                 block = self._get_free_block(pool, size) if self.caching else None
                 if block is None:
                     block = self._alloc_new(pool, size, nbytes)
                 size = self._split(pool, block, size)
-            block.allocated = True
-            block.requested = nbytes
-            # counters (NOTE [Statistics are counters])
-            c = pool
-            v = c.ab = c.ab + size
-            if v > c.ab_pk:
-                c.ab_pk = v
-            v = c.ac = c.ac + 1
-            if v > c.ac_pk:
-                c.ac_pk = v
-            v = c.rq = c.rq + nbytes
-            if v > c.rq_pk:
-                c.rq_pk = v
-            c = self.all
-            v = c.ab = c.ab + size
-            if v > c.ab_pk:
-                c.ab_pk = v
-            v = c.ac = c.ac + 1
-            if v > c.ac_pk:
-                c.ac_pk = v
-            v = c.rq = c.rq + nbytes
-            if v > c.rq_pk:
-                c.rq_pk = v
+                block.allocated = True
+                block.requested = nbytes
+                pool.ab += size
+                pool.ac += 1
+                pool.rq += nbytes
+                self._peaks()
             if size >= self.max_split:
                 oa = self.oa
                 oa[0] += 1
@@ -388,6 +433,44 @@ class CachingAllocator:
             lock.release()
         from ember.memory.diagnose import out_of_memory
         raise out_of_memory(self, oom.nbytes, oom.size, oom.alloc_size)
+
+    def _peaks(self) -> None:
+        """Bring every allocation peak up to date and recompute the small pool's bounds.
+
+        Called after each large-pool malloc and after each small-pool malloc that passes a
+        bound (NOTE [Peaks of "all"]); also after the peaks are reset.
+        """
+        s, g, a = self.small, self.large, self.all
+        if s.ab > s.ab_pk:
+            s.ab_pk = s.ab
+        if g.ab > g.ab_pk:
+            g.ab_pk = g.ab
+        if s.ab + g.ab > a.ab_pk:
+            a.ab_pk = s.ab + g.ab
+        s.ab_lim = min(s.ab_pk, a.ab_pk - g.ab)
+        if s.ac > s.ac_pk:
+            s.ac_pk = s.ac
+        if g.ac > g.ac_pk:
+            g.ac_pk = g.ac
+        if s.ac + g.ac > a.ac_pk:
+            a.ac_pk = s.ac + g.ac
+        s.ac_lim = min(s.ac_pk, a.ac_pk - g.ac)
+        if s.rq > s.rq_pk:
+            s.rq_pk = s.rq
+        if g.rq > g.rq_pk:
+            g.rq_pk = g.rq
+        if s.rq + g.rq > a.rq_pk:
+            a.rq_pk = s.rq + g.rq
+        s.rq_lim = min(s.rq_pk, a.rq_pk - g.rq)
+
+    def reset_peaks(self) -> None:
+        """Make every peak statistic equal its current value (``reset_peak_memory_stats``)."""
+        with self.lock:
+            for c in (self.all, self.small, self.large):
+                c.reset_peaks()
+            for o in (self.oa, self.os):
+                o[1] = o[0]
+            self._peaks()
 
     def _split(self, pool: Pool, block: Block, size: int) -> int:
         """Split ``block`` when the remainder is worth keeping; the size handed out."""
@@ -549,9 +632,20 @@ class CachingAllocator:
         self.busy = True
         try:
             if self.lane_on and block.seg.small:  # NOTE [Exact-size lane]
-                self._count_free(block)
-                block.allocated = _LANE
+                # _count_free inlined: the small pool, and no recording (the lane is off then)
+                c = self.small
                 size = block.size
+                req = block.requested
+                c.ab -= size
+                c.ab_fr += size
+                c.ac -= 1
+                c.ac_fr += 1
+                c.rq -= req
+                c.rq_fr += req
+                if size >= self.max_split:
+                    self.oa[0] -= 1
+                    self.oa[3] += 1
+                block.allocated = _LANE
                 lane = self.lane.get(size)
                 if lane is None:
                     self.lane[size] = [block]
@@ -612,13 +706,6 @@ class CachingAllocator:
         if self.recording:
             self._record("free_requested", block.ptr, size, block.ctx)
         c = pool
-        c.ab -= size
-        c.ab_fr += size
-        c.ac -= 1
-        c.ac_fr += 1
-        c.rq -= req
-        c.rq_fr += req
-        c = self.all
         c.ab -= size
         c.ab_fr += size
         c.ac -= 1

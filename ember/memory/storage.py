@@ -143,22 +143,24 @@ UntypedStorage = Storage
 def new_cpu_array(nbytes: int, shape: tuple, npdtype) -> tuple[Storage, np.ndarray]:
     """A fresh CPU Storage of ``nbytes`` and the typed array ``shape`` over it (the hot path)."""
     st = _new(Storage)  # ``_owner`` and ``_bytes`` stay unset (read with defaults)
-    st._block = None
+    st._block = None  # set before malloc: an OutOfMemoryError drops ``st`` (``__del__``)
     st._nbytes = nbytes
     st._device = CPU
-    st._alloc = CPU_ALLOCATOR
-    block = CPU_ALLOCATOR.malloc(nbytes) if nbytes else None
-    if block is None:
-        arr = np.empty(shape, npdtype)
-        st._ptr = None
-    else:
-        st._block = block
-        arr = block.arr  # the array of the block's last tensor, when it came from the lane
-        if arr is None or arr.shape != shape or arr.dtype != npdtype:
-            seg = block.seg
-            arr = np.ndarray(shape, npdtype, seg.buf, block.ptr - seg.addr)
-        st._ptr = block.ptr
-    st._buf = arr
+    alloc = st._alloc = CPU_ALLOCATOR
+    if nbytes:
+        block = alloc.malloc(nbytes)
+        if block is not None:
+            st._block = block
+            arr = block.arr  # the array of the block's last tensor, when it came from the lane
+            if arr is None or arr.shape != shape or \
+                    (arr.dtype is not npdtype and arr.dtype != npdtype):
+                seg = block.seg
+                arr = np.ndarray(shape, npdtype, seg.buf, block.ptr - seg.addr)
+            st._ptr = block.ptr
+            st._buf = arr
+            return st, arr
+    arr = st._buf = np.empty(shape, npdtype)
+    st._ptr = None
     return st, arr
 
 
