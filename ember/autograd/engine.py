@@ -376,12 +376,22 @@ def _run_simple(tensor: Tensor, grad_tensor, retain_graph) -> None:
     node (no hooks, matching gradient metadata); anything else takes the general helpers.
     """
     root_grads = _make_root_grads((tensor,), (grad_tensor,), False)
-    root = _GraphRoot(_root_edges((tensor,)), root_grads)
-    deps = _dependencies(root)
+    root_grad = root_grads[0]
+    # The root node's one edge, fed directly (no _GraphRoot; its sequence number is drawn).
+    first = tensor.grad_fn
+    nr = tensor._output_nr
+    if first is None:
+        first, nr = _root_edges((tensor,))[0]
+    next(_sequence)
+    deps = _dependencies(first)
     taken: set = set()
-    buffers: dict = {}
-    ready: list = []
-    _feed(root, root_grads, buffers, deps, ready, None)
+    ready: list = [(-first.sequence_nr, id(first), first)]
+    if first._num_outputs == 1:
+        buffers: dict = {first: [root_grad]}
+    else:
+        buf = [None] * first._num_outputs
+        buf[nr] = root_grad
+        buffers = {first: buf}
     prev = (_engine.callbacks, _engine.checkpoint_valid)
     _engine.callbacks = []
     _engine.depth += 1
@@ -392,12 +402,24 @@ def _run_simple(tensor: Tensor, grad_tensor, retain_graph) -> None:
         while ready:
             node = _heappop(ready)[2]
             in_grads = buffers.pop(node)
-            if node._tensor_pre_hooks is not None or node._retain_hooks is not None:
+            is_accumulate = node.__class__ is AccumulateGrad
+            if node._tensor_pre_hooks is not None or node._retain_hooks is not None or (
+                    is_accumulate and node.variable._hooks):
                 in_grads = _call_tensor_pre_hooks(node, in_grads)
-            if node.__class__ is AccumulateGrad:
-                if node.variable._hooks:
-                    in_grads = _call_tensor_pre_hooks(node, in_grads)
-                _accumulate(node, in_grads[0], False, root_grads, taken)
+            if is_accumulate:
+                grad = in_grads[0]
+                var = node.variable
+                if grad is not None and var._grad is None and grad is not root_grad and \
+                        grad.__class__ is Tensor and grad._base is None and \
+                        grad.grad_fn is None and grad._shape == var._shape and \
+                        grad._dtype is var._dtype and grad._device is var._device and \
+                        type(var).grad is _GRAD_PROPERTY and not var._post_hooks and \
+                        id(grad) not in taken and _contiguous(grad):
+                    # _accumulate's first-gradient case: adopt the gradient (detached)
+                    taken.add(id(grad))
+                    var._grad = _detach(grad)
+                else:
+                    _accumulate(node, grad, False, root_grads, taken)
                 continue
             if node._pre_hooks is not None or node._post_hooks is not None or \
                     anomaly._state.enabled or len(in_grads) != 1 or in_grads[0] is None:
