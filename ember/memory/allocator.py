@@ -331,8 +331,7 @@ class CachingAllocator:
         self.busy = False
         self.pending: list[Block] = []
         self.spare: Block | None = None  # one recycled Block object for the next split
-        self.lane: dict[int, list[Block]] = {}  # NOTE [Exact-size lane]
-        self.lane_n = 0
+        self.lane: dict[int, list[Block]] = {}  # NOTE [Exact-size lane]; lists may be empty
         self.lane_on = caching
         self.num_alloc_retries = 0
         self.num_ooms = 0
@@ -386,10 +385,9 @@ class CachingAllocator:
                 lane = self.lane.get(size)
                 if lane:  # NOTE [Exact-size lane]
                     block = lane.pop()
-                    self.lane_n -= 1
                 else:
                     pool = self.small
-                    if self.lane_n:
+                    if self.lane:  # (lists emptied by the lane may remain: cheap)
                         self._flush()
                     block = self._get_free_block(pool, size) if self.caching else None
                     if block is None:
@@ -559,7 +557,7 @@ class CachingAllocator:
     def _alloc_new(self, pool: Pool, size: int, nbytes: int) -> Block:
         """A new segment for a miss: allocate, else release cached memory and retry, else OOM."""
         alloc_size = allocation_size(size) if self.caching else size
-        if self.lane_n:
+        if self.lane:
             self._flush()
         if self.config.gc_threshold and self.limit_set:
             self._garbage_collect()
@@ -651,7 +649,6 @@ class CachingAllocator:
                     self.lane[size] = [block]
                 else:
                     lane.append(block)
-                self.lane_n += 1
             else:
                 self._free(block)
         finally:
@@ -677,7 +674,6 @@ class CachingAllocator:
         """Give every block of the exact-size lane back to its pool (merging)."""
         lanes = self.lane
         self.lane = {}
-        self.lane_n = 0
         for blocks in lanes.values():
             for block in blocks:
                 self._free_block(block)
@@ -685,7 +681,7 @@ class CachingAllocator:
     def flush(self) -> None:
         """Settle the exact-size lane, so blocks and statistics are exactly PyTorch's."""
         with self.lock:
-            if self.lane_n and not self.busy:
+            if self.lane and not self.busy:
                 self.busy = True
                 try:
                     self._flush()
