@@ -24,6 +24,7 @@ The conversions, per output element ``j`` in row-major logical order:
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 
 import numpy as np
@@ -44,6 +45,7 @@ _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85
 _SHIFT32 = np.uint64(32)
 _LOW32 = np.uint64(_MASK32)
+_U32 = np.uint32
 
 
 def _round_keys(key: tuple[int, int], rounds: int) -> list[tuple[int, int]]:
@@ -69,24 +71,76 @@ def philox4x32(counters: np.ndarray, key: tuple[int, int], rounds: int = 10) -> 
     c = np.asarray(counters, dtype=np.uint64)
     if c.shape[0] <= _SCALAR_BLOCKS:
         return _philox_scalar(c.tolist(), _round_keys(key, rounds))
-    c0, c1, c2, c3 = (np.ascontiguousarray(c[:, i]) for i in range(4))
-    p0, p1, t = np.empty_like(c0), np.empty_like(c0), np.empty_like(c0)
-    for k0, k1 in _round_keys(key, rounds):
-        np.multiply(c0, _M0, out=p0)  # 32x32 -> 64 bit products are exact in uint64
-        np.multiply(c2, _M1, out=p1)
-        # new (c0, c1, c2, c3) = (hi(p1) ^ c1 ^ k0, lo(p1), hi(p0) ^ c3 ^ k1, lo(p0))
-        np.right_shift(p1, _SHIFT32, out=t)
-        np.bitwise_xor(t, c1, out=c0)
-        np.bitwise_xor(c0, np.uint64(k0), out=c0)
-        np.bitwise_and(p1, _LOW32, out=c1)
-        np.right_shift(p0, _SHIFT32, out=t)
-        np.bitwise_xor(t, c3, out=c2)
-        np.bitwise_xor(c2, np.uint64(k1), out=c2)
-        np.bitwise_and(p0, _LOW32, out=c3)
+    keys = _key_rows(key, rounds)
     out = np.empty((c.shape[0], 4), np.uint32)
-    for i, col in enumerate((c0, c1, c2, c3)):
-        out[:, i] = col
+    rounds_ = _Rounds(min(c.shape[0], _CHUNK))
+    for start in range(0, c.shape[0], _CHUNK):
+        part = c[start:start + _CHUNK]
+        rounds_.run(part[:, 0], part[:, 1], part[:, 2], part[:, 3], keys,
+                    out[start:start + _CHUNK])
     return out
+
+
+# NOTE [Philox in NumPy]
+# A round maps lanes (c0, c1, c2, c3) to (hi(p1) ^ c1 ^ k0, lo(p1), hi(p0) ^ c3 ^ k1, lo(p0))
+# with p0 = c0 * M0 and p1 = c2 * M1 exact in uint64. The kernel keeps X = (c0, c2) as the rows
+# of a (2, m) uint64 array and never materialises c1 / c3: they are the lo halves of the
+# previous round's products. Seen as uint32 (little endian: lo, hi, lo, hi, ...), a product
+# row shifted by one word lines each hi(p) up with the previous lo(p) of the same lane, so
+# ``Z[1:] = P32[1:] ^ Pprev32[:-1]`` (one contiguous uint32 xor over both rows) puts
+# hi(p) ^ c_odd in the high half of every uint64 of Z (the low halves are junk). Then
+# ``X = Z[::-1] >> 32`` (row swap: p1 feeds the new c0, p0 the new c2) and ``X ^= (k0, k1)``.
+# That is four NumPy calls per round for all lanes (multiply, xor, shift, xor), no
+# allocation; two product buffers alternate so the previous lo halves stay readable. Blocks go
+# through in chunks of _CHUNK so the buffers stay in cache. Every value is the exact integer
+# the scalar definition gives, so the stream is bit-for-bit the one in NOTE [Philox streams].
+_CHUNK = 8192  # blocks per pass: each (2, m) uint64 buffer is 128 KiB
+_M_ROWS = np.array([[0xD2511F53], [0xCD9E8D57]], np.uint64)  # (M0, M1) for rows (c0, c2)
+
+
+def _key_rows(key: tuple[int, int], rounds: int) -> list[np.ndarray]:
+    """Round keys as (2, 1) uint64 columns ``[[k0], [k1]]``, one per round."""
+    return list(np.array(_round_keys(key, rounds), np.uint64).reshape(rounds, 2, 1))
+
+
+class _Rounds:
+    """Preallocated buffers for Philox rounds over up to ``m`` blocks (NOTE [Philox in NumPy])."""
+
+    __slots__ = ("x", "p", "z", "m", "xor_args", "z_swapped")
+
+    def __init__(self, m: int):
+        self.x = np.empty((2, m), np.uint64)
+        self.p = (np.empty((2, m), np.uint64), np.empty((2, m), np.uint64))
+        self.z = np.empty((2, m), np.uint64)
+        self.m = np.empty((2, m), np.uint64)
+        self.m[...] = _M_ROWS
+        p32 = [p.view(np.uint32) for p in self.p]
+        z32 = self.z.view(np.uint32)
+        # The round that writes p[i] reads the lo halves of p[1 - i].
+        self.xor_args = [(p32[i][:, 1:], p32[1 - i][:, :-1], z32[:, 1:]) for i in (0, 1)]
+        self.z_swapped = self.z[::-1]
+
+    def run(self, c0, c1, c2, c3, keys: list[np.ndarray], out: np.ndarray) -> None:
+        """Philox rounds ``keys`` over counter lanes ``c0..c3`` (length ``n <= m`` arrays or
+        scalars, values below 2**32); writes the ``(n, 4)`` uint32 result into ``out``."""
+        n = out.shape[0]
+        if n != self.x.shape[1]:
+            _Rounds(n).run(c0, c1, c2, c3, keys, out)
+            return
+        x, z_swapped, mul = self.x, self.z_swapped, self.m
+        prev = self.p[1]
+        x[0], x[1] = c0, c2
+        prev[0], prev[1] = c3, c1  # only the lo halves are read: (c3, c1) as "lo(p0), lo(p1)"
+        i = 0
+        for k in keys:
+            np.multiply(x, mul, self.p[i])
+            np.bitwise_xor(*self.xor_args[i])
+            np.right_shift(z_swapped, _SHIFT32, x)
+            np.bitwise_xor(x, k, x)
+            i ^= 1
+        lo = self.p[i ^ 1].view(np.uint32)[::-1, 0::2]  # (lo(p1), lo(p0)) = (c1, c3)
+        np.copyto(out[:, 0::2].T, x, casting="unsafe")
+        np.copyto(out[:, 1::2].T, lo)
 
 
 _SCALAR_BLOCKS = 4  # below this many blocks plain Python ints beat NumPy's per-call overhead
@@ -101,6 +155,35 @@ def _philox_scalar(counters: list, keys: list) -> np.ndarray:
                 p0 & _MASK32
         rows.append((c0, c1, c2, c3))
     return np.array(rows, dtype=np.uint32).reshape(-1, 4)
+
+
+# NOTE [Bernoulli thresholds]
+# For dtypes other than float64, bernoulli compares a float32 uniform u = (w >> 8) * 2**-24 (w a
+# stream word) against p with NumPy's promotion: a Python float or int (and a np.float32) is
+# cast to float32, a np.float64 keeps float64. Call the cast value q; it is exact in float64.
+# u < q in that comparison dtype is the real inequality m * 2**-24 < q with m = w >> 8, because
+# both sides are exact (u has at most 24 significant bits). Scaling by 2**24 is exact:
+# m < q * 2**24. For an integer m and a real x, m < x  <=>  m < ceil(x) (x <= ceil(x) gives
+# "=>", m <= ceil(x) - 1 < x gives "<="). With T = ceil(q * 2**24), an integer in [0, 2**24]
+# because 0 <= q <= 1, and w = 256 m + r (0 <= r < 256): m < T  <=>  w < 256 T. So the keep
+# mask is one integer comparison of the raw words against 256 T <= 2**32, bit for bit the
+# float comparison (tests/tensor/test_random.py checks words on both sides of each threshold).
+_F32_PROBE = np.empty(0, np.float32)
+
+
+def uniform_threshold(p) -> int | None:
+    """``t`` such that ``word < t`` iff the float32 uniform of ``word`` compares ``< p``.
+
+    Returns None where NumPy would compare in a dtype other than float32 / float64 (so the
+    caller keeps the float comparison). ``p`` must lie in [0, 1]; see NOTE [Bernoulli
+    thresholds].
+    """
+    if type(p) not in (float, int, np.float32, np.float64):
+        return None
+    ct = np.result_type(_F32_PROBE, p)
+    if ct != np.float32 and ct != np.float64:
+        return None
+    return math.ceil(float(ct.type(p)) * 16777216.0) << 8  # 2**24; exact for q in [0, 1]
 
 
 def _check_seed(seed) -> int:
@@ -206,20 +289,55 @@ class Generator:
         return f"<ember.Generator device={self.device} seed={self._seed} offset={self._offset}>"
 
     # -- drawing ---------------------------------------------------------------------------
-    def words(self, n: int) -> np.ndarray:
-        """The next ``n`` 32-bit words (uint32) of the stream; advances the offset."""
+    def _take(self, n: int) -> tuple[int, int]:
+        """Reserve the blocks of an ``n``-word draw: (first block, number of blocks)."""
         blocks = (n + 3) // 4
         first = self._offset // 4
         if first + blocks > _MASK64:
             raise RuntimeError("Generator: the Philox counter space is exhausted; reseed")
         self._offset += 4 * blocks
-        if n == 0:
-            return np.empty(0, np.uint32)
-        ctr = np.uint64(first) + np.arange(blocks, dtype=np.uint64)
-        counters = np.zeros((blocks, 4), np.uint64)
-        counters[:, 0] = ctr & _LOW32
-        counters[:, 1] = ctr >> _SHIFT32
-        return philox4x32(counters, (self._seed & _MASK32, self._seed >> 32)).reshape(-1)[:n]
+        return first, blocks
+
+    def _chunks(self, n: int):
+        """Yield ``(start, words)`` over an ``n``-word draw: ``words`` (uint32, reused between
+        chunks, so consume it before the next) are stream words ``start ..`` of the draw."""
+        first, blocks = self._take(n)
+        if blocks <= _SCALAR_BLOCKS:
+            if n:
+                ctr = [[(first + i) & _MASK32, (first + i) >> 32, 0, 0] for i in range(blocks)]
+                keys = _round_keys((self._seed & _MASK32, self._seed >> 32), 10)
+                yield 0, _philox_scalar(ctr, keys).reshape(-1)[:n]
+            return
+        keys = _key_rows((self._seed & _MASK32, self._seed >> 32), 10)
+        rounds = _Rounds(min(blocks, _CHUNK))
+        buf = np.empty((min(blocks, _CHUNK), 4), np.uint32)
+        for start in range(0, blocks, _CHUNK):
+            m = min(_CHUNK, blocks - start)
+            ctr = np.arange(first + start, first + start + m, dtype=np.uint64)
+            lo = ctr & _LOW32
+            np.right_shift(ctr, _SHIFT32, ctr)
+            out = buf[:m]
+            rounds.run(lo, ctr, 0, 0, keys, out)
+            yield 4 * start, out.reshape(-1)[:n - 4 * start]
+
+    def words(self, n: int) -> np.ndarray:
+        """The next ``n`` 32-bit words (uint32) of the stream; advances the offset."""
+        out = np.empty(n, np.uint32)
+        for start, w in self._chunks(n):
+            out[start:start + w.shape[0]] = w
+        return out
+
+    def bernoulli_words(self, n: int, threshold: int) -> np.ndarray:
+        """``n`` booleans ``word < threshold`` (``0 <= threshold <= 2**32``) over the next words."""
+        out = np.empty(n, np.bool_)
+        if threshold > _MASK32:
+            self._take(n)
+            out.fill(True)
+            return out
+        thr = _U32(threshold)
+        for start, w in self._chunks(n):
+            np.less(w, thr, out=out[start:start + w.shape[0]])
+        return out
 
     def uint64(self, n: int) -> np.ndarray:
         """``n`` 64-bit words (2 stream words each, low word first)."""
@@ -231,8 +349,16 @@ class Generator:
         if dtype is dt.float64:
             return (self.uint64(n) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
         bits = _UNIFORM_BITS.get(dtype, 24)
-        w = self.words(n) >> np.uint32(32 - bits)
-        return w.astype(np.float32) * np.float32(2.0 ** -bits)
+        out = np.empty(n, np.float32)
+        shift, scale = _U32(32 - bits), np.float32(2.0 ** -bits)
+        for start, w in self._chunks(n):
+            # (w >> (32 - bits)) < 2**24 converts to float32 exactly; the power-of-2 scale is
+            # exact too, so this equals the reference (w >> s).astype(float32) * 2**-bits.
+            np.right_shift(w, shift, out=w)
+            dst = out[start:start + w.shape[0]]
+            np.copyto(dst, w, casting="unsafe")
+            np.multiply(dst, scale, out=dst)
+        return out
 
     def normal(self, n: int, dtype: dt.DType = dt.float32) -> np.ndarray:
         """``n`` standard normals (float64 array) by Box-Muller over pairs of uniforms."""

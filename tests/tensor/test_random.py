@@ -461,3 +461,32 @@ PINNED = {
 def test_pinned_stream_hashes():
     got = {name: _digest(a) for name, a in _pinned_draws()}
     assert got == PINNED
+
+
+# NOTE [Bernoulli thresholds]: the integer keep-mask must equal the float comparison bit for bit.
+_EDGE_P = [0.0, 1.0, 0.5, 0.1, 0.9, 1 / 3, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -25, 1 - 2.0 ** -24,
+           1 - 2.0 ** -25, 1 - 3 * 2.0 ** -26, 0.1 + 2.0 ** -40, 5e-324, 0, 1,
+           0.75 + 2.0 ** -30, 0.5 + 2.0 ** -30, np.float64(0.75 + 2.0 ** -30),
+           np.float32(0.1), np.float64(0.1), np.float64(2.0 ** -24 + 2.0 ** -60),
+           np.float64(1 - 2.0 ** -53), np.float32(1 - 2.0 ** -24)]
+
+
+@pytest.mark.parametrize("p", _EDGE_P, ids=repr)
+def test_bernoulli_threshold_matches_float_comparison(p):
+    from ember.tensor.random import uniform_threshold
+    t = uniform_threshold(p)
+    assert t is not None and 0 <= t <= 1 << 32
+    near = np.array([base + d for d in (-257, -256, -255, -1, 0, 1, 255, 256)
+                     for base in (t, 1 << 31, 0x1999_9900)], dtype=np.int64)
+    words = np.concatenate([near[(near >= 0) & (near < 1 << 32)].astype(np.uint32),
+                            gen(3).words(20_000), np.array([0, 255, 256, 0xFFFFFFFF], np.uint32)])
+    reference = ((words >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24)) < p
+    assert ((words.astype(np.uint64) < t) == reference).all()
+    g1, g2 = gen(9), gen(9)
+    assert (g1.bernoulli_words(1001, t) == (g2.uniform(1001) < p)).all()
+
+
+def test_bernoulli_threshold_declines_other_types():
+    from ember.tensor.random import uniform_threshold
+    assert uniform_threshold(np.longdouble(0.5)) is None or np.longdouble is np.float64
+    assert uniform_threshold(np.array([0.5])) is None

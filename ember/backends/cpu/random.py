@@ -15,7 +15,7 @@ from ember.core import dtype as dt
 from ember.core.layout import numel
 from ember.ops import random as rd
 from ember.tensor import Tensor
-from ember.tensor.random import Generator, default_generator
+from ember.tensor.random import Generator, default_generator, uniform_threshold
 
 
 def _gen(generator) -> Generator:
@@ -134,7 +134,13 @@ for _op in (rd.normal_tensor_tensor, rd.normal_tensor_float, rd.normal_float_ten
 
 # -- bernoulli and multinomial ---------------------------------------------------------------
 def _bernoulli_values(g: Generator, p, shape, dtype: dt.DType) -> np.ndarray:
-    u = g.uniform(numel(shape), dt.float64 if dtype is dt.float64 else dt.float32)
+    n = numel(shape)
+    if dtype is not dt.float64:
+        # Same bits as the float comparison below; NOTE [Bernoulli thresholds].
+        threshold = uniform_threshold(p)
+        if threshold is not None:
+            return g.bernoulli_words(n, threshold).reshape(shape)
+    u = g.uniform(n, dt.float64 if dtype is dt.float64 else dt.float32)
     return u.reshape(shape) < p
 
 
