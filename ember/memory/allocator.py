@@ -39,12 +39,14 @@ NOTE [Peaks of "all"]
 Allocated bytes, allocations and requested bytes are counted per pool only; "all" (``_All``)
 reads their current, freed and base values as the sum of the pools'. Its peaks must still be
 exact: the maximum over time of small + large, which can only rise at a malloc. A large-pool
-malloc calls ``_peaks()``, which updates every peak exactly. A small-pool malloc compares each
-new small-pool value ``v`` with a bound ``lim`` and calls ``_peaks()`` only past it, where
+malloc updates its pool's peaks and those of "all" exactly and lowers the small pool's bounds
+to ``all peak - large current`` where that is lower (``_peaks()`` inlined). A small-pool
+malloc compares each new small-pool value ``v`` with a bound ``lim`` and calls ``_peaks()``
+only past it, where
 ``lim <= min(small peak, all peak - large current)`` always holds: ``_peaks()`` sets it to
 exactly that, and afterwards the right-hand side can only fall through a large-pool malloc
-(which calls ``_peaks()``) or a reset of the peaks (which calls it too); the peaks otherwise
-only rise and the large pool's current otherwise only falls. So ``v <= lim`` means
+(which lowers ``lim`` to it) or a reset of the peaks (which calls ``_peaks()``); the peaks
+otherwise only rise and the large pool's current otherwise only falls. So ``v <= lim`` means
 ``v <= small peak`` and ``v + large <= all peak``: no peak changes, and the one comparison per
 statistic is all a small malloc pays.
 
@@ -410,10 +412,30 @@ class CachingAllocator:
                 size = self._split(pool, block, size)
                 block.allocated = True
                 block.requested = nbytes
-                pool.ab += size
-                pool.ac += 1
-                pool.rq += nbytes
-                self._peaks()
+                # _peaks() inlined for the large pool: its peaks and those of "all" exactly,
+                # then lower the small pool's bounds (NOTE [Peaks of "all"])
+                sm, al = self.small, self.all
+                v = pool.ab = pool.ab + size
+                if v > pool.ab_pk:
+                    pool.ab_pk = v
+                if v + sm.ab > al.ab_pk:
+                    al.ab_pk = v + sm.ab
+                if al.ab_pk - v < sm.ab_lim:
+                    sm.ab_lim = al.ab_pk - v
+                v = pool.ac = pool.ac + 1
+                if v > pool.ac_pk:
+                    pool.ac_pk = v
+                if v + sm.ac > al.ac_pk:
+                    al.ac_pk = v + sm.ac
+                if al.ac_pk - v < sm.ac_lim:
+                    sm.ac_lim = al.ac_pk - v
+                v = pool.rq = pool.rq + nbytes
+                if v > pool.rq_pk:
+                    pool.rq_pk = v
+                if v + sm.rq > al.rq_pk:
+                    al.rq_pk = v + sm.rq
+                if al.rq_pk - v < sm.rq_lim:
+                    sm.rq_lim = al.rq_pk - v
             if size >= self.max_split:
                 oa = self.oa
                 oa[0] += 1
@@ -435,8 +457,8 @@ class CachingAllocator:
     def _peaks(self) -> None:
         """Bring every allocation peak up to date and recompute the small pool's bounds.
 
-        Called after each large-pool malloc and after each small-pool malloc that passes a
-        bound (NOTE [Peaks of "all"]); also after the peaks are reset.
+        Called after each small-pool malloc that passes a bound (NOTE [Peaks of "all"]) and
+        after the peaks are reset; a large-pool malloc does the same inline.
         """
         s, g, a = self.small, self.large, self.all
         if s.ab > s.ab_pk:
