@@ -231,7 +231,7 @@ def _call_tensor_pre_hooks(node: Node, grads: list) -> list:
 
 
 def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_grads,
-                taken: set) -> None:
+                taken: dict) -> None:
     var = node.variable
     if grad is None:
         return
@@ -244,7 +244,7 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
                 if grad is r:
                     owned = False
                     break
-        taken.add(id(grad))
+        taken[id(grad)] = grad  # held: a dead tensor's id could be reused
         if create_graph:
             new = grad if owned else grad.clone()
         elif owned and grad._base is None and grad.grad_fn is None and _contiguous(grad):
@@ -318,7 +318,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     captured = [None] * len(inputs)
 
     deps = _dependencies(root)
-    taken: set = set()
+    taken: dict = {}
     buffers: dict = {}
     ready: list = []
     _feed(root, root.apply(()), buffers, deps, ready, needed)
@@ -384,7 +384,7 @@ def _run_simple(tensor: Tensor, grad_tensor, retain_graph) -> None:
         first, nr = _root_edges((tensor,))[0]
     next(_sequence)
     deps = _dependencies(first)
-    taken: set = set()
+    taken: dict = {}  # id -> gradient adopted as a .grad
     ready: list = [(-first.sequence_nr, id(first), first)]
     if first._num_outputs == 1:
         buffers: dict = {first: [root_grad]}
@@ -416,7 +416,7 @@ def _run_simple(tensor: Tensor, grad_tensor, retain_graph) -> None:
                         type(var).grad is _GRAD_PROPERTY and not var._post_hooks and \
                         id(grad) not in taken and _contiguous(grad):
                     # _accumulate's first-gradient case: adopt the gradient (detached)
-                    taken.add(id(grad))
+                    taken[id(grad)] = grad
                     var._grad = _detach(grad)
                 else:
                     _accumulate(node, grad, False, root_grads, taken)
