@@ -230,3 +230,15 @@ def test_functional_jacobian_hessian_vjp_jvp_hvp():
                 F.jvp(fn, x, v)[1], F.hvp(scalar, x, v)[1])
     for e, t in zip(f(ember), f(torch)):
         close(e, t, 1e-6)
+
+
+def test_leaf_and_intermediate_hooks_run_once_per_backward():
+    calls = {"x": 0, "h": 0}
+    x = ember.ones(3, requires_grad=True)
+    x.register_hook(lambda g: calls.__setitem__("x", calls["x"] + 1))
+    h = x * 2
+    h.register_hook(lambda g: calls.__setitem__("h", calls["h"] + 1))
+    (h * h).sum().backward()
+    assert calls == {"x": 1, "h": 1}
+    (x * 3).sum().backward()
+    assert calls == {"x": 2, "h": 1}
