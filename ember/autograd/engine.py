@@ -244,11 +244,13 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
                 if grad is r:
                     owned = False
                     break
-        taken[id(grad)] = grad  # held: a dead tensor's id could be reused
         if create_graph:
             new = grad if owned else grad.clone()
+            if owned:
+                taken[id(grad)] = grad  # held: a dead tensor's id could be reused
         elif owned and grad._base is None and grad.grad_fn is None and _contiguous(grad):
             new = _detach(grad)
+            taken[id(grad)] = grad  # only adopted gradients are held (others may be freed)
         else:
             new = grad.detach().clone(memory_format="contiguous_format")
         if type(var).grad is _GRAD_PROPERTY and new._dtype is var._dtype and \
