@@ -56,6 +56,9 @@ A Storage is freed from ``__del__``, which the garbage collector may run in the 
 ``busy`` flag: a free that arrives while busy is queued and done when the running call ends.
 A ``malloc`` re-entered that way (a finalizer creating a tensor) is answered with ``None`` and
 the caller falls back to memory outside the cache.
+
+Over 800 lines because the block algorithm, its counters and the exact-size lane must be read
+together to check the accounting; the stats views already live in stats.py.
 """
 
 from __future__ import annotations

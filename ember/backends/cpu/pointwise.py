@@ -5,6 +5,9 @@ write straight into the output's memory when a ufunc can. Same-dtype tensor pair
 ufunc ops take a short path that skips promotion (the ``a + b`` hot path). NumPy has no
 erf/erfinv/lgamma/digamma: they are implemented below in float64 (series, continued fraction,
 Lanczos, Newton and asymptotic expansions), vectorised.
+
+Over 800 lines because the special functions (erf, lgamma, digamma) live with the tables that
+use them; moving them to their own module is next.
 """
 
 from __future__ import annotations
