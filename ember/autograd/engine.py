@@ -447,23 +447,7 @@ def _run_simple(tensor: Tensor, grad_tensor, retain_graph) -> None:
                 outs = _validate(node, outs)
             if not retain_graph:
                 node.release_variables()
-            # _feed, inlined
-            for (nxt, nr), g in zip(edges, outs):
-                if nxt is None:
-                    continue
-                buf = buffers.get(nxt)
-                if buf is None:
-                    if nxt._num_outputs == 1:
-                        buffers[nxt] = [g]
-                        g = None
-                    else:
-                        buf = buffers[nxt] = [None] * nxt._num_outputs
-                if g is not None:
-                    buf[nr] = g if buf[nr] is None else buf[nr] + g
-                left = deps[nxt] - 1
-                deps[nxt] = left
-                if not left:
-                    _heappush(ready, (-nxt.sequence_nr, id(nxt), nxt))
+            _feed(node, outs, buffers, deps, ready, None)
         callbacks = _engine.callbacks
         while callbacks:
             callbacks.pop(0)()

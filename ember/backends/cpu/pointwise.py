@@ -360,22 +360,6 @@ def make_unary(name: str, fn, ufunc: bool) -> None:
         return o
 
     def kernel_no_out(self):
-        if isinstance(self, Tensor):
-            res = fast.get(self._dtype)
-            if res is not None:  # the hot path of ``kernel``, one call shallower
-                o = empty_tensor(self._shape, res)
-                a = self._arr  # arr(self) / arr(o), without the calls when cached
-                if a is None:
-                    a = arr(self)
-                dst = o._arr
-                if dst is None:
-                    dst = arr(o)
-                token = _set_errstate(_IGNORE)
-                try:
-                    fn(a, out=dst)
-                finally:
-                    _reset_errstate(token)
-                return o
         return kernel(self)
 
     def kernel_(self):
