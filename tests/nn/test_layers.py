@@ -171,6 +171,54 @@ def test_gelu_second_derivative_matches_torch():
         close(egg, gg, 1e-10, 1e-10)
 
 
+_EXTREMES = [0.0, -0.0, 1e-30, -1e-30, 8.0, -8.0, 30.0, -30.0, 100.0, -100.0,
+             float("inf"), float("-inf"), float("nan")]
+
+
+def _hostile(dtype):
+    """A (96, 600) block large enough for workspace-sized passes, with extreme values, and
+    its transposed / strided views."""
+    x = _randn(600, 96) * 4
+    x[0, :len(_EXTREMES)] = torch.tensor(_EXTREMES)
+    x = x.to(dtype)
+    return [x.t(), x.t()[:, ::3], x[::2]]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16,
+                                   torch.bfloat16], ids=str)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_kernels_on_hostile_inputs(dtype, approximate):
+    """gelu and gelu_backward computed in place (NOTE [Kernel workspace]) match torch on big,
+    non-contiguous inputs with infinities, nan and both tails."""
+    from ember.ops.nn_ops import gelu, gelu_backward
+    tol = {torch.float32: 2e-6, torch.float64: 1e-12}.get(dtype, 1e-2)
+    for x in _hostile(dtype):
+        g = _randn(*x.shape, seed=4).to(dtype)
+        ex, eg = to_ember(x.float()).to(getattr(ember, str(dtype)[6:])), \
+            to_ember(g.float()).to(getattr(ember, str(dtype)[6:]))
+        y = gelu(ex, approximate=approximate)
+        assert y.dtype == ex.dtype and y.is_contiguous()
+        close(y.float(), torch.nn.functional.gelu(x, approximate=approximate).float(), tol, tol)
+        close(gelu_backward(eg, ex, approximate=approximate).float(),
+              torch.ops.aten.gelu_backward(g, x, approximate=approximate).float(),
+              tol * 5, tol * 5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_kernels_on_hostile_inputs(dtype, log):
+    """Rows with +inf, -inf only, or nan become nan exactly where torch's do."""
+    tf = torch.log_softmax if log else torch.softmax
+    ef = log_softmax if log else softmax
+    tol = {torch.float32: 1e-5, torch.float64: 1e-12}.get(dtype, 2e-2)
+    for x in _hostile(dtype):
+        x = x.clone()
+        x[1] = float("-inf")
+        for dim in (0, 1, -1):
+            e = ef(to_ember(x.float()).to(getattr(ember, str(dtype)[6:])), dim)
+            close(e.float(), tf(x, dim).float(), tol, tol)
+
+
 @pytest.mark.parametrize("cls", ["BatchNorm1d", "BatchNorm2d"])
 @pytest.mark.parametrize("momentum", [0.1, 0.3, None])
 def test_batchnorm_running_stats_several_steps(cls, momentum):

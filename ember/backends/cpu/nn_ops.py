@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 import ember.ops.nn_ops as nn
-from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
+from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output, workspace
 from ember.backends.cpu.pointwise import erfc64
 from ember.core.layout import canonical_dim
 from ember.tensor import Tensor
@@ -26,21 +26,46 @@ def _land(spec, values) -> Tensor:
     return out
 
 
+def _target(spec, compute: np.dtype):
+    """``(output, array to compute into, workspace storage or None)`` for a fused kernel: the
+    output's own array when it has the compute dtype, else workspace to cast from at the end."""
+    out = new_output(spec.shape, spec.dtype)
+    dst = arr(out)
+    if dst.dtype == compute:
+        return out, dst, None
+    st, buf = workspace(spec.shape, compute)
+    return out, buf, st
+
+
+def _finish(out: Tensor, r: np.ndarray, st) -> Tensor:
+    if st is not None:
+        np.copyto(arr(out), r, casting="unsafe")
+    return out
+
+
 def _softmax_kernel(op, log: bool):
     def kernel(input, dim, dtype=None):
         spec = op.meta_rule(input, dim, dtype)
-        a = arr(input).astype(compute_dtype(spec.dtype), copy=False)
+        c = compute_dtype(spec.dtype)
+        a = arr(input).astype(c, copy=False)
         if a.size == 0:
             return new_output(spec.shape, spec.dtype)
         axis = canonical_dim(dim, a.ndim) if a.ndim else None
-        with ignore_fp_errors():
-            m = np.max(a, axis=axis, keepdims=True)
-            m = np.where(np.isfinite(m), m, 0).astype(a.dtype, copy=False)
-            shifted = a - m
-            e = np.exp(shifted)
-            s = np.sum(e, axis=axis, keepdims=True)
-            r = shifted - np.log(s) if log else e / s
-        return _land(spec, r)
+        out, r, st = _target(spec, c)
+        with ignore_fp_errors():  # passes in place: NOTE [Kernel workspace]
+            # as in torch, a row with an infinite maximum becomes nan (inf - inf)
+            np.subtract(a, np.max(a, axis=axis, keepdims=True), out=r)
+            if log:
+                e_st, e = workspace(r.shape, c)
+                np.exp(r, out=e)
+                s = np.sum(e, axis=axis, keepdims=True)
+                del e, e_st
+                np.log(s, out=s)
+                r -= s
+            else:
+                np.exp(r, out=r)
+                r /= np.sum(r, axis=axis, keepdims=True)
+        return _finish(out, r, st)
 
     return kernel
 
@@ -50,49 +75,112 @@ nn.log_softmax.register("CPU", _softmax_kernel(nn.log_softmax, True))
 
 
 # -- activations ------------------------------------------------------------------------------
-def _erf_fast(x: np.ndarray) -> np.ndarray:
-    """erf to float32 accuracy: Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), in float64."""
-    ax = np.abs(x).astype(_F64)
-    t = 1.0 / (1.0 + 0.3275911 * ax)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
-                                                                         + t * 1.061405429))))
-    return np.copysign(1.0 - poly * np.exp(-ax * ax), x)
-
-
 _SQRT_HALF = math.sqrt(0.5)
 _BETA = math.sqrt(2.0 / math.pi)
-
-
-def _gelu(a, approximate="none"):
-    if approximate == "tanh":
-        inner = _BETA * (a + 0.044715 * a * a * a)
-        return 0.5 * a * (1 + np.tanh(inner))
-    return a * _cdf(a)
-
-
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _KAPPA = 0.044715
+# Abramowitz & Stegun 7.1.26: erfc(y) = t * P(t) * exp(-y**2), t = 1 / (1 + p y), y >= 0,
+# with |error| < 1.5e-7: float32 accuracy (float64 inputs take erfc64 instead).
+_AS_P = 0.3275911
+_AS_POLY = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
 
 
-def _cdf(a):
+def _phi_into(a, phi, e, w) -> None:
+    """``phi = Phi(a)`` (the normal CDF) and ``e = exp(-a**2 / 2)``, in place; ``w`` is
+    scratch. All three arrays have ``a``'s shape and the compute dtype."""
     if a.dtype == _F64:
-        return 0.5 * erfc64(-a * _SQRT_HALF)
-    return (0.5 * (1 + _erf_fast(a * _SQRT_HALF))).astype(a.dtype)
+        np.copyto(phi, 0.5 * erfc64(-a * _SQRT_HALF))
+        np.multiply(a, a, out=e)
+        e *= -0.5
+        np.exp(e, out=e)
+        return
+    np.multiply(a, _SQRT_HALF, out=w)
+    np.abs(w, out=w)  # y = |a| / sqrt(2)
+    np.multiply(w, w, out=e)
+    np.negative(e, out=e)
+    np.exp(e, out=e)  # exp(-y**2) = exp(-a**2 / 2)
+    w *= _AS_P
+    w += 1.0
+    np.reciprocal(w, out=w)  # t
+    np.multiply(w, _AS_POLY[0], out=phi)
+    for c in _AS_POLY[1:]:
+        phi += c
+        phi *= w
+    phi *= e  # erfc(y)
+    phi *= -0.5
+    phi += 0.5  # erf(y) / 2 >= 0
+    np.copysign(phi, a, out=phi)
+    phi += 0.5  # Phi(a) = 1/2 + sign(a) erf(|a| / sqrt(2)) / 2
+
+
+def _tanh_sigmoid_into(a, s) -> None:
+    """``s = sigmoid(2 z) = (1 + tanh z) / 2`` with ``z = beta (a + kappa a**3)``, in place.
+    The sigmoid form has no cancellation where ``tanh z`` is near -1; exp overflow gives 0."""
+    np.multiply(a, a, out=s)
+    s *= -2.0 * _BETA * _KAPPA
+    s += -2.0 * _BETA
+    s *= a  # -2 z
+    np.exp(s, out=s)
+    s += 1.0
+    np.reciprocal(s, out=s)
+
+
+def _gelu_kernel(input, *, approximate="none"):
+    """gelu in place in its output (NOTE [Kernel workspace]): ``a * Phi(a)``, or torch's tanh
+    form ``a (1 + tanh z) / 2`` evaluated as ``a * sigmoid(2 z)``."""
+    spec = nn.gelu.meta_rule(input, approximate=approximate)
+    c = compute_dtype(spec.dtype)
+    a = arr(input).astype(c, copy=False)
+    out, r, st = _target(spec, c)
+    if a.size == 0:
+        return out
+    with ignore_fp_errors():
+        if approximate == "tanh":
+            _tanh_sigmoid_into(a, r)
+        else:
+            e_st, e = workspace(a.shape, c)
+            w_st, w = workspace(a.shape, c)
+            _phi_into(a, r, e, w)
+            del e, w, e_st, w_st
+        r *= a
+    return _finish(out, r, st)
+
+
+nn.gelu.register("CPU", _gelu_kernel)
 
 
 def _gelu_backward_kernel(grad_output, input, *, approximate="none"):
+    """``g * gelu'(a)`` in place (NOTE [Kernel workspace]). tanh form: with ``s = sigmoid(2 z)``,
+    ``gelu'(a) = s + 2 beta a (1 + 3 kappa a**2) s (1 - s)``; exact: ``Phi(a) + a phi(a)``."""
     spec = nn.gelu_backward.meta_rule(grad_output, input, approximate=approximate)
-    a = arr(input).astype(compute_dtype(spec.dtype), copy=False)
-    g = arr(grad_output).astype(a.dtype, copy=False)
+    c = compute_dtype(spec.dtype)
+    a = arr(input).astype(c, copy=False)
+    g = arr(grad_output).astype(c, copy=False)
+    out, r, st = _target(spec, c)
+    if a.size == 0:
+        return out
+    s_st, s = workspace(a.shape, c)
+    w_st, w = workspace(a.shape, c)
     with ignore_fp_errors():
         if approximate == "tanh":
-            x_sq = a * a
-            t = np.tanh(_BETA * (a + _KAPPA * x_sq * a))
-            right = 0.5 * a * (1 - t * t) * (_BETA * (1 + 3 * _KAPPA * x_sq))
-            d = 0.5 * (1 + t) + right
+            _tanh_sigmoid_into(a, s)
+            np.multiply(a, a, out=w)
+            w *= 3.0 * _KAPPA
+            w += 1.0
+            w *= a
+            w *= 2.0 * _BETA  # 2 beta a (1 + 3 kappa a**2)
+            np.multiply(s, s, out=r)
+            np.subtract(s, r, out=r)  # s (1 - s)
+            r *= w
+            r += s
         else:
-            d = _cdf(a) + a * np.exp(-0.5 * a * a) * _INV_SQRT_2PI
-        return _land(spec, g * d)
+            _phi_into(a, s, r, w)  # s = Phi(a), r = exp(-a**2 / 2)
+            r *= a
+            r *= _INV_SQRT_2PI
+            r += s
+        r *= g
+    del s, w, s_st, w_st
+    return _finish(out, r, st)
 
 
 nn.gelu_backward.register("CPU", _gelu_backward_kernel)
@@ -116,7 +204,6 @@ def _hardtanh(a, min_val=-1.0, max_val=1.0):
 
 
 _ACTS = {
-    nn.gelu: _gelu,
     nn.silu: lambda a: a * _sigmoid(a),
     nn.mish: lambda a: a * np.tanh(_softplus(a)),
     nn.softplus: _softplus,
