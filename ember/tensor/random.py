@@ -26,15 +26,17 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import threading
 
 import numpy as np
 
 from ember.core import dtype as dt
 from ember.core.device import as_device
+from ember.memory.storage import new_cpu_array
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
-           "get_rng_state", "set_rng_state", "fork_rng", "philox4x32", "DEFAULT_SEED",
-           "STATE_BYTES"]
+           "get_rng_state", "set_rng_state", "fork_rng", "philox4x32", "DrawTape",
+           "DEFAULT_SEED", "STATE_BYTES"]
 
 DEFAULT_SEED = 67280421310721  # torch's default CPU seed, so initial_seed() reads the same
 STATE_BYTES = 16  # seed (uint64, little endian) then offset (uint64, little endian)
@@ -328,12 +330,21 @@ class Generator:
         return out
 
     def bernoulli_words(self, n: int, threshold: int) -> np.ndarray:
-        """``n`` booleans ``word < threshold`` (``0 <= threshold <= 2**32``) over the next words."""
-        out = np.empty(n, np.bool_)
+        """``n`` booleans ``word < threshold`` (``0 <= threshold <= 2**32``) over the next words.
+
+        Inside ``DrawTape.recording()`` / ``replaying()`` the draw is kept or served by its
+        address (NOTE [Replayed draws]); the values are the same either way.
+        """
         if threshold > _MASK32:
             self._take(n)
-            out.fill(True)
-            return out
+            return np.ones(n, np.bool_)
+        tapes = _taping.tapes
+        if tapes:
+            return _taped_bernoulli(self, n, threshold, tapes)
+        return self._bernoulli_words(n, threshold)
+
+    def _bernoulli_words(self, n: int, threshold: int) -> np.ndarray:
+        out = np.empty(n, np.bool_)
         thr = _U32(threshold)
         for start, w in self._chunks(n):
             np.less(w, thr, out=out[start:start + w.shape[0]])
@@ -382,6 +393,108 @@ class Generator:
         if span != 1 << 64:
             r = r % np.uint64(span)
         return (r + np.uint64(low & _MASK64)).view(np.int64)
+
+
+# NOTE [Replayed draws]
+# A draw's values are a function of its address: the generator's (seed, offset), the number of
+# words, and what is computed from them (here the bernoulli threshold). Activation
+# checkpointing re-runs a segment with the generator state restored, so each draw of the
+# recomputation repeats a draw of the forward pass at the same address. A ``DrawTape`` that
+# records the segment's bernoulli draws keeps them as bits (n / 8 bytes, from the caching
+# allocator: 1/32 of a float32 mask); while it replays, a draw at a recorded address returns
+# those bits and advances the offset as the draw would, without running Philox. The values
+# are the ones the draw computes, so replay changes only time and the tape's bytes; a draw at
+# any other address (another seed or offset, e.g. without the state restored) runs normally.
+# Tapes stack per thread: every recording tape keeps each bernoulli draw made while it is
+# active (replayed or not), and replaying tapes are searched innermost first.
+class _Taping(threading.local):
+    def __init__(self):
+        self.tapes: list[tuple[DrawTape, bool]] = []  # (tape, replaying)
+
+
+_taping = _Taping()
+
+
+class DrawTape:
+    """Bernoulli draws kept by address for replay (NOTE [Replayed draws]).
+
+    Example:
+        >>> import ember
+        >>> tape, g = DrawTape(), ember.Generator().manual_seed(1)
+        >>> with tape.recording():
+        ...     a = ember.empty(64).bernoulli_(0.3, generator=g)
+        >>> g.manual_seed(1)
+        <ember.Generator device=cpu seed=1 offset=0>
+        >>> with tape.replaying():
+        ...     b = ember.empty(64).bernoulli_(0.3, generator=g)
+        >>> bool((a == b).all()), tape.hits
+        (True, 1)
+    """
+
+    __slots__ = ("_draws", "nbytes", "hits")
+
+    def __init__(self):
+        self._draws: dict[tuple, tuple] = {}  # address -> (storage, packed bits)
+        self.nbytes = 0
+        self.hits = 0
+
+    def __len__(self) -> int:
+        return len(self._draws)
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Within the block, this thread's bernoulli draws are kept on the tape."""
+        with self._active(False):
+            yield self
+
+    @contextlib.contextmanager
+    def replaying(self):
+        """Within the block, draws at addresses on the tape return the kept values."""
+        with self._active(True):
+            yield self
+
+    @contextlib.contextmanager
+    def _active(self, replaying: bool):
+        tapes = _taping.tapes
+        entry = (self, replaying)
+        tapes.append(entry)
+        try:
+            yield
+        finally:
+            tapes.remove(entry)
+
+    def _keep(self, address: tuple, packed: tuple) -> None:
+        if address not in self._draws:
+            self._draws[address] = packed
+            self.nbytes += packed[1].nbytes
+
+
+def _pack(bits: np.ndarray) -> tuple:
+    """``bits`` as (storage, uint8 array) of packed bits in allocator memory."""
+    raw = np.packbits(bits)
+    st, buf = new_cpu_array(raw.nbytes, raw.shape, raw.dtype)
+    buf[...] = raw
+    return st, buf
+
+
+def _taped_bernoulli(g: Generator, n: int, threshold: int, tapes: list) -> np.ndarray:
+    address = (g._seed, g._offset, n, threshold)
+    for tape, replaying in reversed(tapes):
+        if replaying:
+            packed = tape._draws.get(address)
+            if packed is not None:
+                g._take(n)
+                tape.hits += 1
+                out = np.unpackbits(packed[1], count=n).view(np.bool_)
+                break
+    else:
+        out, packed = g._bernoulli_words(n, threshold), None
+    for tape, replaying in tapes:
+        if not replaying:
+            if packed is None:
+                packed = _pack(out)
+            tape._keep(address, packed)
+    return out
 
 
 _UNIFORM_BITS = {dt.float32: 24, dt.float16: 11, dt.bfloat16: 8}

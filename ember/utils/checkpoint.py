@@ -16,7 +16,10 @@ saved tensor to the i-th holder, and stops early (``_StopRecomputation``) once e
 filled. Holders whose node has already been freed are skipped, and each recomputed tensor is
 dropped from the frame when unpacked, so recomputed memory lives no longer than its node.
 A recomputation belongs to one backward pass: a ``queue_callback`` forgets it at the end, so a
-second backward (``retain_graph=True``) recomputes again.
+second backward (``retain_graph=True``) recomputes again. With the RNG state preserved, the
+segment's bernoulli draws (dropout masks) go on a ``DrawTape`` in forward, one bit per element,
+and the recomputation replays them instead of running the generator again (NOTE [Replayed
+draws] in ``ember.tensor.random``): the masks are the same, only cheaper.
 """
 
 from __future__ import annotations
@@ -41,11 +44,12 @@ from ember.autograd.graph import saved_tensors_hooks
 from ember.dispatch.dispatcher import Operator
 from ember.dispatch.modes import DispatchMode
 from ember.tensor import Tensor
-from ember.tensor.random import fork_rng, get_rng_state, set_rng_state
+from ember.tensor.random import DrawTape, fork_rng, get_rng_state, set_rng_state
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointPolicy",
            "SelectiveCheckpointContext", "create_selective_checkpoint_contexts",
-           "set_checkpoint_early_stop", "set_checkpoint_debug_enabled", "noop_context_fn",
+           "set_checkpoint_early_stop", "set_checkpoint_debug_enabled",
+           "set_checkpoint_replay_draws", "noop_context_fn",
            "BlockProfile", "CheckpointPlan", "plan", "apply_plan", "remove_plan",
            "checkpoint_modules"]
 
@@ -61,6 +65,7 @@ def noop_context_fn():
 
 _early_stop_override: bool | None = None
 _debug_override: bool | None = None
+_replay_draws = True
 
 
 @contextlib.contextmanager
@@ -72,6 +77,34 @@ def set_checkpoint_early_stop(enable: bool):
         yield
     finally:
         _early_stop_override = prev
+
+
+@contextlib.contextmanager
+def set_checkpoint_replay_draws(enable: bool):
+    """Within the block, checkpoints made here keep their bernoulli draws (dropout masks) as
+    bits and replay them in recomputation (the default), or draw them again (torch's way).
+
+    Both give the same masks when ``preserve_rng_state=True``; replay skips the generator's
+    work for 1 bit per drawn element (NOTE [Replayed draws] in ``ember.tensor.random``).
+    """
+    global _replay_draws
+    prev, _replay_draws = _replay_draws, enable
+    try:
+        yield
+    finally:
+        _replay_draws = prev
+
+
+def _tape(preserve_rng_state: bool) -> DrawTape | None:
+    """A tape for a checkpoint's draws: only a recomputation from the same RNG state can
+    replay them."""
+    return DrawTape() if preserve_rng_state and _replay_draws else None
+
+
+def _taping(tape: DrawTape | None, replay: bool):
+    if tape is None:
+        return contextlib.nullcontext()
+    return tape.replaying() if replay else tape.recording()
 
 
 @contextlib.contextmanager
@@ -119,7 +152,9 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
             saved tensor with the original; ``"none"`` skips the check.
         debug: on a determinism error, show the operators of both runs (non-reentrant only).
         early_stop: stop the recomputation once every needed tensor is recomputed.
-        preserve_rng_state: restore the RNG state for the recomputation (same dropout masks).
+        preserve_rng_state: restore the RNG state for the recomputation (same dropout masks);
+            bernoulli draws (dropout masks) are then kept as bits in forward and replayed
+            rather than drawn again (see ``set_checkpoint_replay_draws``).
         **kwargs: keyword arguments for ``function`` (non-reentrant only).
 
     Returns:
@@ -224,10 +259,12 @@ class _ReentrantCheckpoint(Function):
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
         ctx.rng_state = get_rng_state() if preserve_rng_state else None
+        ctx.tape = _tape(preserve_rng_state)
         ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
         ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.save_for_backward(*(a for a in args if isinstance(a, Tensor)))
-        return run_function(*args)
+        with _taping(ctx.tape, replay=False):
+            return run_function(*args)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -240,7 +277,7 @@ class _ReentrantCheckpoint(Function):
             if ctx.preserve_rng_state:
                 set_rng_state(ctx.rng_state)
             detached = [_detach_keep_flag(a) for a in inputs]
-            with enable_grad():
+            with enable_grad(), _taping(ctx.tape, replay=True):
                 outputs = ctx.run_function(*detached)
         if isinstance(outputs, Tensor):
             outputs = (outputs,)
@@ -431,6 +468,7 @@ def _checkpoint_non_reentrant(function, args, kwargs, context_fn, determinism_ch
     if not is_grad_enabled():
         return function(*args, **kwargs)
     rng_state = get_rng_state() if preserve_rng_state else None
+    tape = _tape(preserve_rng_state)
     versions = [(t, t._version) for t in (*args, *kwargs.values()) if isinstance(t, Tensor)]
 
     def recompute():
@@ -438,12 +476,12 @@ def _checkpoint_non_reentrant(function, args, kwargs, context_fn, determinism_ch
         with fork_rng(enabled=preserve_rng_state):
             if preserve_rng_state:
                 set_rng_state(rng_state)
-            with recompute_ctx:
+            with recompute_ctx, _taping(tape, replay=True):
                 function(*args, **kwargs)
 
     stop = _early_stop_override if _early_stop_override is not None else early_stop
     frame = _Frame(recompute, stop, _METADATA_FNS[determinism_check], on_error)
-    with saved_tensors_hooks(frame.pack, frame.unpack), forward_ctx:
+    with saved_tensors_hooks(frame.pack, frame.unpack), forward_ctx, _taping(tape, replay=False):
         out = function(*args, **kwargs)
     frame.forward_done = True
     return out

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.tensor.random import STATE_BYTES, Generator, philox4x32
+from ember.tensor.random import STATE_BYTES, DrawTape, Generator, philox4x32
 
 
 def gen(seed=0):
@@ -509,3 +509,66 @@ def test_bernoulli_threshold_declines_other_types():
     from ember.tensor.random import uniform_threshold
     assert uniform_threshold(np.longdouble(0.5)) is None or np.longdouble is np.float64
     assert uniform_threshold(np.array([0.5])) is None
+
+
+# -- NOTE [Replayed draws] --------------------------------------------------------------------------
+def _mask(g, n=1_000, p=0.3):
+    return ember.empty(n).bernoulli_(p, generator=g)
+
+
+def test_draw_tape_replays_a_draw_at_its_address():
+    tape = DrawTape()
+    g = gen(5)
+    g.set_offset(40)
+    before = ember.memory.memory_allocated()
+    with tape.recording():
+        a = _mask(g)
+    assert len(tape) == 1 and tape.nbytes == 125  # 1_000 bits
+    assert ember.memory.memory_allocated() - before >= 125 + a.numel() * 4  # allocator bytes
+    after = g.get_offset()
+    g.set_offset(40)
+    with tape.replaying():
+        b = _mask(g)
+    assert tape.hits == 1 and same_array(a, b) and g.get_offset() == after
+    # the replayed values are what the draw computes: compare with an untaped draw
+    assert same_array(_mask(gen(5).set_offset(40)), a)
+
+
+def test_draw_tape_other_addresses_draw_normally():
+    tape = DrawTape()
+    with tape.recording():
+        _mask(gen(5))
+    for g in (gen(6), gen(5).set_offset(4)):  # another seed, another offset
+        with tape.replaying():
+            c = _mask(g)
+        assert tape.hits == 0
+        assert same_array(c, _mask(g.clone_state().set_offset(g.get_offset() - 1_000)))
+    with tape.replaying():  # another threshold at the same address
+        d = _mask(gen(5), p=0.5)
+    assert tape.hits == 0 and same_array(d, _mask(gen(5), p=0.5))
+    with tape.recording():  # p = 1 draws nothing and keeps nothing
+        assert bool(_mask(gen(5), p=1.0).all())
+    assert len(tape) == 1
+
+
+def test_draw_tapes_stack():
+    outer, inner = DrawTape(), DrawTape()
+    with outer.recording(), inner.recording():
+        a = _mask(gen(3))
+    assert len(outer) == len(inner) == 1
+    late = DrawTape()
+    with outer.replaying(), late.recording():  # a replayed draw is kept by recording tapes
+        b = _mask(gen(3))
+    assert outer.hits == 1 and len(late) == 1 and same_array(a, b)
+    with late.replaying():
+        assert same_array(_mask(gen(3)), a) and late.hits == 1
+    with pytest.raises(ValueError):
+        with outer.recording():
+            raise ValueError("the tape leaves the stack on errors")
+    with outer.replaying():  # nothing is left recording
+        _mask(gen(9))
+    assert len(outer) == 1
+
+
+def same_array(a, b) -> bool:
+    return a.shape == b.shape and bool((a == b).all())

@@ -25,7 +25,9 @@ from ember.utils.checkpoint import (
     create_selective_checkpoint_contexts,
     set_checkpoint_debug_enabled,
     set_checkpoint_early_stop,
+    set_checkpoint_replay_draws,
 )
+from ember.tensor.random import Generator
 
 
 # -- models -----------------------------------------------------------------------------------------
@@ -146,6 +148,44 @@ def test_dropout_is_active_and_rng_state_matters():
     _, a = run(model, x, "none", False)
     _, b = run(model, x, "none", False)
     assert all(same(u, v) for u, v in zip(a, b))  # eval: no randomness at all
+
+
+@pytest.mark.filterwarnings("ignore:None of the inputs have requires_grad")
+@pytest.mark.parametrize("replay", [True, False], ids=["replay", "redraw"])
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_dropout_masks_are_replayed_not_redrawn(monkeypatch, replay, reentrant):
+    """NOTE [Replayed draws]: the recomputation takes the forward's dropout masks from the
+    checkpoint's tape, so backward runs no generator work; with replay off it draws them
+    again. The gradients are exactly the plain ones either way, nested checkpoints included."""
+    ember.manual_seed(0)
+    model, x = gpt()
+    _, ref = run(model, x, "none", False)
+    draws = []
+    real = Generator._bernoulli_words
+    monkeypatch.setattr(Generator, "_bernoulli_words",
+                        lambda self, n, t: draws.append(n) or real(self, n, t))
+    blocks = list(model.children())
+
+    def pair(a, b):
+        return lambda t: checkpoint(b, checkpoint(a, t, use_reentrant=reentrant),
+                                    use_reentrant=reentrant)
+
+    model.zero_grad()
+    xr = x.detach().requires_grad_()
+    ember.manual_seed(1234)
+    with set_checkpoint_replay_draws(replay):  # backward inside: recomputations nest
+        out = xr
+        for seg in (pair(*blocks[:2]), pair(*blocks[2:])):
+            out = checkpoint(seg, out, use_reentrant=reentrant)
+        forward_draws = len(draws)
+        assert forward_draws == 4 * 3  # three dropouts per block
+        (out * ember.linspace(-1, 1, out.numel()).view(out.shape)).sum().backward()
+    # redrawn: once per recomputation; the reentrant outer segment re-runs its inner
+    # checkpoints' forwards, which then recompute in their own backward
+    redraws = forward_draws * (2 if reentrant else 1)
+    assert len(draws) - forward_draws == (0 if replay else redraws)
+    for p, r in zip([*model.parameters(), xr], [*ref]):
+        assert same(p.grad, r)
 
 
 # -- behaviour ---------------------------------------------------------------------------------------
