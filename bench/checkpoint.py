@@ -6,15 +6,20 @@ run with
 - no checkpointing,
 - every block checkpointed (non-reentrant),
 - ``checkpoint_sequential`` over the blocks with round(sqrt(N)) segments (the last segment
-  runs plainly, as in torch),
+  runs plainly, as in torch), with dropout masks replayed from bits (ember's default) and
+  drawn again (torch's way; ``set_checkpoint_replay_draws(False)``),
 - the planner (``ember.utils.checkpoint.plan``) at half the blocks' plain peak,
 and the table gives the peak of ``memory_allocated()`` above the step's start (parameters and
 the batch; gradients start as None, as after ``zero_grad()``), read from ember's caching
-allocator, and the step time (CPU time of this process, best of ``--repeat``). For the planner
+allocator, and the step time (CPU time of this process, median of ``--repeat``; the modes run
+interleaved, one step each per round, after a warm-up round). For the planner
 the table also gives its budget, its predicted peak of the blocks alone, and the measured peak
 of the blocks alone (the chain of blocks with a sum loss, which is what it plans for).
 
-    python bench/checkpoint.py [--depths 4 8 16] [--repeat 3]
+With ``--torch``, a torch copy of the GPT runs plain and under torch's own
+``checkpoint_sequential`` (one thread, interleaved, medians) for the same comparison.
+
+    python bench/checkpoint.py [--depths 4 8 16] [--repeat 5] [--torch]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import argparse  # noqa: E402
 import gc  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
+import statistics  # noqa: E402
 import time  # noqa: E402
 
 import ember  # noqa: E402
@@ -40,6 +46,7 @@ from ember.utils.checkpoint import (  # noqa: E402
     checkpoint_sequential,
     plan,
     remove_plan,
+    set_checkpoint_replay_draws,
 )
 
 MiB = 1 << 20
@@ -56,6 +63,10 @@ def run_blocks(model: GPT, x, mode: str):
     if mode == "sqrt(N) segments":
         return checkpoint_sequential(blocks, round(math.sqrt(len(blocks))), x,
                                      use_reentrant=False)
+    if mode == "sqrt(N), masks redrawn":  # torch's way: dropout draws again in recomputation
+        with set_checkpoint_replay_draws(False):
+            return checkpoint_sequential(blocks, round(math.sqrt(len(blocks))), x,
+                                         use_reentrant=False)
     for b in blocks:  # "none", and "planner" (the plan is applied to the blocks themselves)
         x = b(x)
     return x
@@ -91,7 +102,12 @@ def chain_peak(model: GPT, x) -> int:
     return memory.max_memory_allocated() - base
 
 
+MODES = ("none", "every block", "sqrt(N) segments", "sqrt(N), masks redrawn", "planner")
+
+
 def bench_depth(depth: int, repeat: int) -> list[dict]:
+    """The four modes at one depth, interleaved: each repetition runs every mode once, so
+    drift in the machine's speed hits all modes alike; times are medians."""
     ember.manual_seed(0)
     cfg = GPTConfig(vocab_size=VOCAB, block_size=CONTEXT, n_layer=depth, n_head=4, n_embd=128,
                     dropout=0.1)
@@ -100,24 +116,80 @@ def bench_depth(depth: int, repeat: int) -> list[dict]:
     targets = ember.randint(0, VOCAB, (BATCH, CONTEXT))
     with ember.no_grad():
         sample = model.drop(model.wte(idx) + model.wpe(ember.arange(CONTEXT)))
-    rows = []
-    plain_chain = None
-    for mode in ("none", "every block", "sqrt(N) segments", "planner"):
-        extra = {}
-        if mode == "planner":
-            p = plan(list(model.blocks), sample, plain_chain // 2)
-            apply_plan(model, p)
-            extra = {"budget": p.memory_budget, "predicted": p.predicted_peak,
-                     "chain": chain_peak(model, sample), "chosen": len(p.checkpointed)}
-        elif mode == "none":
-            plain_chain = chain_peak(model, sample)
-        step(model, idx, targets, mode)  # warm-up
-        runs = [step(model, idx, targets, mode) for _ in range(repeat)]
-        if mode == "planner":
-            remove_plan(model)
-        rows.append({"depth": depth, "mode": mode, "peak": max(r[0] for r in runs),
-                     "seconds": min(r[1] for r in runs), **extra})
-    return rows
+    plain_chain = chain_peak(model, sample)
+    p = plan(list(model.blocks), sample, plain_chain // 2)
+    apply_plan(model, p)
+    planner = {"budget": p.memory_budget, "predicted": p.predicted_peak,
+               "chain": chain_peak(model, sample), "chosen": len(p.checkpointed)}
+    remove_plan(model)
+    runs: dict[str, list] = {m: [] for m in MODES}
+    for r in range(repeat + 1):  # the first round warms up
+        for mode in MODES:
+            if mode == "planner":
+                apply_plan(model, p)
+            result = step(model, idx, targets, mode)
+            if mode == "planner":
+                remove_plan(model)
+            if r:
+                runs[mode].append(result)
+    return [{"depth": depth, "mode": mode, "peak": max(r[0] for r in runs[mode]),
+             "seconds": statistics.median(r[1] for r in runs[mode]),
+             **(planner if mode == "planner" else {})} for mode in MODES]
+
+
+def torch_reference(depth: int, repeat: int) -> tuple[float, float]:
+    """Median CPU seconds of torch's own step, plain and with ``checkpoint_sequential`` over
+    round(sqrt(N)) segments, for a torch copy of the same GPT (one thread, interleaved)."""
+    import torch
+    import torch.utils.checkpoint as tcp
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    nn, c = torch.nn, 128
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(c), nn.LayerNorm(c)
+            self.c_attn, self.a_proj = nn.Linear(c, 3 * c), nn.Linear(c, c)
+            self.c_fc, self.m_proj = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = (t.view(B, T, 4, C // 4).transpose(1, 2)  # (B, T, C) -> (B, nh, T, hs)
+                       for t in self.c_attn(self.ln_1(x)).split(C, dim=2))
+            y = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=0.1,
+                                                                 is_causal=True)
+            x = x + self.drop(self.a_proj(y.transpose(1, 2).reshape(B, T, C)))
+            h = torch.nn.functional.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")
+            return x + self.drop(self.m_proj(h))
+
+    wte, wpe, drop = nn.Embedding(VOCAB, c), nn.Embedding(CONTEXT, c), nn.Dropout(0.1)
+    blocks, ln_f, head = [Block() for _ in range(depth)], nn.LayerNorm(c), nn.Linear(c, VOCAB)
+    idx = torch.randint(0, VOCAB, (BATCH, CONTEXT))
+    targets = torch.randint(0, VOCAB, (BATCH, CONTEXT))
+
+    def one(segments: int) -> float:
+        t0 = time.process_time()
+        x = drop(wte(idx) + wpe(torch.arange(CONTEXT)))
+        if segments:
+            x = tcp.checkpoint_sequential(blocks, segments, x, use_reentrant=False)
+        else:
+            for b in blocks:
+                x = b(x)
+        torch.nn.functional.cross_entropy(head(ln_f(x)).view(-1, VOCAB),
+                                          targets.view(-1)).backward()
+        return time.process_time() - t0
+
+    times: dict[int, list] = {0: [], round(math.sqrt(depth)): []}
+    for r in range(repeat + 1):
+        for segments in times:
+            t = one(segments)
+            if r:
+                times[segments].append(t)
+    plain, ckpt = (statistics.median(v) for v in times.values())
+    return plain, ckpt
 
 
 def table(rows: list[dict]) -> str:
@@ -144,7 +216,9 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--depths", type=int, nargs="+", default=[4, 8, 16])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--torch", action="store_true",
+                    help="also time torch's checkpoint_sequential on a torch copy of the GPT")
     args = ap.parse_args()
     print(f"# {platform.processor() or platform.machine()}, Python {platform.python_version()},"
           f" batch {BATCH}, context {CONTEXT}, d_model 128, 4 heads, dropout 0.1")
@@ -152,6 +226,11 @@ def main() -> None:
     for d in args.depths:
         rows += bench_depth(d, args.repeat)
     print(table(rows))
+    if args.torch:
+        print("\n| depth | torch step ms | torch sqrt(N) segments ms | vs none |\n|---:|---:|---:|---:|")
+        for d in args.depths:
+            plain, ckpt = torch_reference(d, args.repeat)
+            print(f"| {d} | {plain * 1e3:.0f} | {ckpt * 1e3:.0f} | {ckpt / plain:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.dispatch.modes import DispatchMode
+from ember.tensor.random import Generator
 from ember.utils.checkpoint import (
     CheckpointError,
     CheckpointPolicy,
@@ -27,7 +28,6 @@ from ember.utils.checkpoint import (
     set_checkpoint_early_stop,
     set_checkpoint_replay_draws,
 )
-from ember.tensor.random import Generator
 
 
 # -- models -----------------------------------------------------------------------------------------
