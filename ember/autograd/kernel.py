@@ -88,6 +88,10 @@ class _Ctx:
             if isinstance(res, tuple):
                 return tuple(r.unpack(node.name()) if r is not None else None for r in res)
             return res.unpack(node.name()) if res is not None else None
+        if name.startswith("result") and name[6:].isdigit():  # one output: ``result1``
+            res, i = node._result, int(name[6:])
+            if isinstance(res, tuple) and i < len(res) and res[i] is not None:
+                return res[i].unpack(node.name())
         try:
             value = bound[name]
         except KeyError:

@@ -19,7 +19,7 @@ from ember.ops._promotion import result_type
 from ember.ops.pointwise import _TN, where
 from ember.tensor import Tensor
 
-__all__ = ["softmax", "log_softmax", "celu", "selu"]
+__all__ = ["softmax", "log_softmax", "celu", "selu", "native_dropout"]
 
 _P = (Tag.pointwise,)
 
@@ -319,3 +319,57 @@ def log_sigmoid(input):
 @derivative(log_sigmoid, save=("input",))
 def _log_sigmoid_backward(ctx, grad):
     return grad * (-ctx.input).sigmoid()
+
+
+# -- dropout ----------------------------------------------------------------------------------
+def _dropout_scale(p: float, train) -> float:
+    """The survivors' factor: ``1 / (1 - p)`` in training (0 for ``p == 1``), else 1."""
+    if train is False:
+        return 1.0
+    return 0.0 if p == 1 else 1.0 / (1.0 - p)
+
+
+@operator("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)",
+          (Tag.random,), method=False)
+def native_dropout(input, p, train):
+    """Dropout as one fused op (``torch.native_dropout``): ``(output, mask)``.
+
+    In training (``train`` True or None) ``mask`` is a bool keep-mask drawn with probability
+    ``1 - p`` and ``output = input * mask / (1 - p)`` (0 for ``p == 1``); otherwise ``output``
+    is a copy and ``mask`` all True. Autograd saves the 1-byte mask, not a float one.
+    Shape: ``input``'s, twice (an empty input's mask has ``input``'s dtype, as in torch).
+
+    Example:
+        >>> import ember
+        >>> out, mask = ember.native_dropout(ember.ones(4), 0.5, False)
+        >>> mask.tolist()
+        [True, True, True, True]
+    """
+    _require_tensor("native_dropout", input)
+    if not 0 <= 1 - p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1 - p}")
+    if not input._dtype.is_floating_point and train is not False:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_TN[input._dtype.name]}")
+    mask_dtype = dt.bool_ if input.numel() else input._dtype
+    return Spec(input._shape, input._dtype), Spec(input._shape, mask_dtype)
+
+
+@derivative(native_dropout, save=("result1",))
+def _native_dropout_backward(ctx, grad, grad_mask):
+    return native_dropout_backward(grad, ctx.result[1], _dropout_scale(ctx.p, ctx.train))
+
+
+@operator("native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor",
+          method=False)
+def native_dropout_backward(grad_output, mask, scale):
+    """``grad_output * mask * scale``: native_dropout's gradient (mask broadcast, any dtype)."""
+    _require_tensor("native_dropout_backward", grad_output)
+    _require_tensor("native_dropout_backward", mask)
+    shape = broadcast_shapes(grad_output._shape, mask._shape)
+    return Spec(shape, result_type(grad_output, mask))
+
+
+@derivative(native_dropout_backward, save=("mask",))
+def _native_dropout_backward_backward(ctx, grad):
+    return native_dropout_backward(grad, ctx.mask, ctx.scale), None

@@ -13,6 +13,7 @@ import ember.nn as nn
 import ember.nn.functional as F
 from ember.nn import init
 from ember.nn.utils import rnn
+from ember.ops.nn_ops import native_dropout, native_dropout_backward
 from tests.nn._oracle import close, to_ember
 
 
@@ -196,6 +197,75 @@ def test_dropout_edge_cases_and_errors():
     g2 = ember.Generator().manual_seed(3)
     b = ember.zeros(5, 5).bernoulli_(0.5, generator=g2)
     assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_native_dropout_matches_torch_semantics(dtype):
+    """``native_dropout``: a bool mask with the composite dropout's draws, output and gradient
+    ``* mask / (1 - p)`` as torch computes them (on a strided input), a 1-byte saved mask."""
+    ed, td = getattr(ember, dtype), getattr(torch, dtype)
+    base = torch.randn(40, 30, generator=torch.Generator().manual_seed(2)).to(td)
+    tx = base.t()[::2]  # (15, 40), strided
+    ex = to_ember(base.float()).to(ed).t()[::2]
+    ember.manual_seed(7)
+    out, mask = ember.native_dropout(ex.requires_grad_(dtype != "bfloat16"), 0.3, True)
+    ember.manual_seed(7)
+    ref_mask = ember.zeros(15, 40, dtype=ed).bernoulli_(0.7)  # the composite's stream
+    assert mask.dtype == ember.bool and mask.tolist() == (ref_mask == 1).tolist()
+    tmask = torch.tensor(mask.numpy())
+    close(out.float(), (tx * tmask * (1 / 0.7)).float(), 1e-6, 1e-6)
+    if dtype != "bfloat16":
+        assert out.grad_fn.name() == "NativeDropoutBackward0"
+        assert out.grad_fn._saved_result1.dtype == ember.bool
+        g = torch.randn(15, 40, generator=torch.Generator().manual_seed(3)).to(td)
+        out.backward(to_ember(g.float()).to(ed))
+        close(ex.grad.float(), torch.ops.aten.native_dropout_backward(g, tmask, 1 / 0.7).float(),
+              1e-6, 1e-6)
+    e_out, e_mask = ember.native_dropout(ex.detach(), 0.3, False)  # eval: copy, all kept
+    assert bool(e_mask.all()) and e_out.tolist() == ex.tolist()
+    assert e_out.data_ptr() != ex.data_ptr()
+
+
+def test_native_dropout_edges_and_double_backward():
+    x = ember.randn(6, 5, dtype=ember.float64, requires_grad=True)
+    zero, none_kept = ember.native_dropout(x, 1.0, True)
+    assert not bool(none_kept.any()) and float(zero.abs().sum()) == 0
+    (zero * 3).sum().backward()
+    assert float(x.grad.abs().sum()) == 0
+    _, m_train = ember.native_dropout(x, 0.5, None)  # train=None means training
+    assert not bool(m_train.all())
+    empty_out, empty_mask = ember.native_dropout(ember.empty(0, 3), 0.5, True)
+    assert empty_mask.dtype == ember.float32 and empty_out.shape == (0, 3)  # torch's quirk
+    with pytest.raises(RuntimeError, match=r"bernoulli_ expects p to be in \[0, 1\], but got "
+                                           r"p=-0.5"):
+        ember.native_dropout(x, 1.5, True)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        ember.native_dropout(ember.arange(4), 0.5, True)
+    y, m = ember.native_dropout(x, 0.4, True)
+    assert ember.autograd.gradcheck(lambda t: native_dropout_backward(t, m, 1 / 0.6), (x,))
+    assert ember.autograd.gradgradcheck(
+        lambda t: native_dropout_backward(t, m, 1 / 0.6), (x,))
+    g = ember.randn(6, 5, dtype=ember.float64)
+    close(native_dropout_backward(g, m[:1], 2.0),
+          torch.ops.aten.native_dropout_backward(torch.tensor(g.numpy()),
+                                                 torch.tensor(m[:1].numpy()), 2.0))
+
+
+def test_dropout_uses_the_fused_op_and_keeps_its_masks():
+    """F.dropout out of place is native_dropout (same masks as before: the bernoulli_ stream);
+    in place it multiplies by the float mask; both agree element for element."""
+    x = ember.randn(30, 20)
+    ember.manual_seed(5)
+    fused = F.dropout(x, 0.2)
+    ember.manual_seed(5)
+    y = x.clone()
+    F.dropout(y, 0.2, inplace=True)
+    assert fused.tolist() == y.tolist()
+    from ember.utils.dispatch import trace
+    with trace() as t:
+        F.dropout(x, 0.2)
+    assert [e.op for e in t.events] == [native_dropout]
 
 
 @pytest.mark.parametrize("cls,shape", [("Dropout1d", (20, 30, 8)), ("Dropout2d", (20, 30, 4, 4)),

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu._util import arr, new_output
+from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
 from ember.core import dtype as dt
 from ember.core.layout import numel
+from ember.ops import nn_ops
 from ember.ops import random as rd
 from ember.tensor import Tensor
 from ember.tensor.random import Generator, default_generator, uniform_threshold
@@ -269,3 +270,49 @@ for _op, _sample in ((rd.uniform_, _uniform_fill), (rd.normal_, _normal_fill),
                      (rd.bernoulli_tensor_, _bernoulli_tensor_fill),
                      (rd.random_from_, _random_fill)):
     _inplace(_op, _sample)
+
+
+# -- dropout ---------------------------------------------------------------------------------
+@nn_ops.native_dropout.impl("CPU")
+def _native_dropout(input, p, train):
+    """One draw of the keep-mask (the stream of ``bernoulli_(1 - p)`` in ``input``'s dtype,
+    so the masks equal the composite dropout's), then ``input * mask * scale`` in place."""
+    out_spec, mask_spec = nn_ops.native_dropout.meta_rule(input, p, train)
+    out = new_output(out_spec.shape, out_spec.dtype)
+    mask = new_output(mask_spec.shape, mask_spec.dtype)
+    if not out.numel():
+        return out, mask
+    a, dst, keep = arr(input), arr(out), arr(mask)
+    if train is False:
+        keep.fill(True)
+        np.copyto(dst, a)
+        return out, mask
+    np.copyto(keep, _bernoulli_values(default_generator, 1.0 - p, out_spec.shape,
+                                      input._dtype))
+    c = compute_dtype(out_spec.dtype)
+    with ignore_fp_errors():
+        if dst.dtype == c:
+            np.multiply(a, keep, out=dst)
+            dst *= c.type(nn_ops._dropout_scale(p, train))
+        else:  # half types: one rounding of the float32 product, as torch's opmath
+            np.copyto(dst, a.astype(c) * keep * c.type(nn_ops._dropout_scale(p, train)),
+                      casting="unsafe")
+    return out, mask
+
+
+@nn_ops.native_dropout_backward.impl("CPU")
+def _native_dropout_backward(grad_output, mask, scale):
+    spec = nn_ops.native_dropout_backward.meta_rule(grad_output, mask, scale)
+    out = new_output(spec.shape, spec.dtype)
+    if not out.numel():
+        return out
+    c = compute_dtype(spec.dtype)
+    dst = arr(out)
+    with ignore_fp_errors():
+        if dst.dtype == c:
+            np.multiply(arr(grad_output), arr(mask), out=dst, dtype=c, casting="unsafe")
+            dst *= c.type(scale)
+        else:
+            np.copyto(dst, arr(grad_output).astype(c) * arr(mask) * c.type(scale),
+                      casting="unsafe")
+    return out

@@ -334,6 +334,10 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
             inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p``; scale survivors by ``1/(1-p)`` (training only).
 
+    Out of place this is the fused ``native_dropout`` (autograd keeps its 1-byte bool mask, a
+    quarter of torch's float mask on the CPU); ``inplace=True`` multiplies ``input`` by a float
+    mask. Both draw the same mask from the generator.
+
     Example:
         >>> import ember
         >>> x = ember.ones(4)
@@ -345,7 +349,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         return input
     if p == 1.0:
         return input.mul_(0.0) if inplace else input * 0.0
-    return _apply_mask(input, _mask(input, p, input.shape), p, inplace)
+    if inplace or not input.dtype.is_floating_point:
+        return _apply_mask(input, _mask(input, p, input.shape), p, inplace)
+    return nn_ops.native_dropout(input, p, True)[0]  # the fused op: its saved mask is 1 byte
 
 
 def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, alpha: bool):
