@@ -7,7 +7,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from ember.ops.creation import full_like
-from ember.optim.optimizer import _Algorithm, check_lr, check_nonneg, new_step, scalar
+from ember.optim.optimizer import (
+    _Algorithm,
+    apply_weight_decay,
+    check_lr,
+    check_nonneg,
+    descent_grad,
+    scalar,
+)
 from ember.tensor import Tensor
 
 __all__ = ["Adagrad"]
@@ -59,11 +66,8 @@ class Adagrad(_Algorithm):
                 self._state(p)
 
     def _state(self, p: Tensor) -> dict[str, Tensor]:
-        state = self.state[p]
-        if not state:
-            state["step"] = new_step()
-            state["sum"] = full_like(p, self.defaults["initial_accumulator_value"])
-        return state
+        return self._lazy_state(
+            p, sum=lambda t: full_like(t, self.defaults["initial_accumulator_value"]))
 
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, lr_decay, eps = scalar(group["lr"]), group["lr_decay"], group["eps"]
@@ -73,9 +77,7 @@ class Adagrad(_Algorithm):
             step_t = state["step"]
             step_t += 1
             step = step_t.item()
-            g = -p.grad if maximize else p.grad
-            if wd != 0:
-                g = g.add(p, alpha=wd)
+            g = apply_weight_decay(p, descent_grad(p, maximize), lr, wd)
             clr = lr / (1 + (step - 1) * lr_decay)
             s = state["sum"]
             s.addcmul_(g, g, value=1)

@@ -9,7 +9,16 @@ from typing import Any
 
 from ember.ops.creation import zeros_like
 from ember.ops.pointwise import maximum
-from ember.optim.optimizer import _Algorithm, check_betas, check_lr, check_nonneg, new_step, scalar
+from ember.optim.optimizer import (
+    _Algorithm,
+    adam_moments,
+    apply_weight_decay,
+    check_betas,
+    check_lr,
+    check_nonneg,
+    descent_grad,
+    scalar,
+)
 from ember.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -62,33 +71,19 @@ class Adam(_Algorithm):
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
 
-    def _state(self, p: Tensor, amsgrad: bool) -> dict[str, Tensor]:
-        state = self.state[p]
-        if not state:
-            state["step"] = new_step()
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
-            if amsgrad:
-                state["max_exp_avg_sq"] = zeros_like(p)
-        return state
-
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, wd, eps = scalar(group["lr"]), group["weight_decay"], group["eps"]
         beta1, beta2 = (scalar(b) for b in group["betas"])
         amsgrad, maximize = group["amsgrad"], group["maximize"]
         decoupled = group["decoupled_weight_decay"]
+        extra = {"max_exp_avg_sq": zeros_like} if amsgrad else {}
         for p in params:
-            state = self._state(p, amsgrad)
-            g = -p.grad if maximize else p.grad
+            state = self._lazy_state(p, exp_avg=zeros_like, exp_avg_sq=zeros_like, **extra)
+            g = descent_grad(p, maximize)
             m, v, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             step_t += 1
-            if wd != 0:
-                if decoupled:
-                    p.mul_(1 - lr * wd)
-                else:
-                    g = g.add(p, alpha=wd)
-            m.lerp_(g, 1 - beta1)
-            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            g = apply_weight_decay(p, g, lr, wd, decoupled)
+            adam_moments(m, v, g, beta1, beta2)
             step = step_t.item()
             step_size = lr / (1 - beta1**step)
             bias_correction2_sqrt = (1 - beta2**step) ** 0.5

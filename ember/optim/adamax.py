@@ -8,7 +8,15 @@ from typing import Any
 
 from ember.ops.creation import zeros_like
 from ember.ops.pointwise import maximum
-from ember.optim.optimizer import _Algorithm, check_betas, check_lr, check_nonneg, new_step, scalar
+from ember.optim.optimizer import (
+    _Algorithm,
+    apply_weight_decay,
+    check_betas,
+    check_lr,
+    check_nonneg,
+    descent_grad,
+    scalar,
+)
 from ember.tensor import Tensor
 
 __all__ = ["Adamax"]
@@ -53,25 +61,16 @@ class Adamax(_Algorithm):
                     "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
-    def _state(self, p: Tensor) -> dict[str, Tensor]:
-        state = self.state[p]
-        if not state:
-            state["step"] = new_step()
-            state["exp_avg"] = zeros_like(p)
-            state["exp_inf"] = zeros_like(p)
-        return state
-
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         maximize = group["maximize"]
         for p in params:
-            state = self._state(p)
-            g = -p.grad if maximize else p.grad
+            state = self._lazy_state(p, exp_avg=zeros_like, exp_inf=zeros_like)
+            g = descent_grad(p, maximize)
             m, u, step_t = state["exp_avg"], state["exp_inf"], state["step"]
             step_t += 1
-            if wd != 0:
-                g = g.add(p, alpha=wd)
+            g = apply_weight_decay(p, g, lr, wd)
             m.lerp_(g, 1 - beta1)
             maximum(u.mul_(beta2), g.abs().add_(eps), out=u)
             clr = lr / (1 - beta1 ** step_t.item())

@@ -8,10 +8,23 @@ from typing import Any
 
 from ember.core import dtype as dt
 from ember.ops.creation import tensor, zeros_like
-from ember.optim.optimizer import _Algorithm, check_betas, check_lr, check_nonneg, new_step, scalar
+from ember.optim.optimizer import (
+    _Algorithm,
+    adam_moments,
+    apply_weight_decay,
+    check_betas,
+    check_lr,
+    check_nonneg,
+    descent_grad,
+    scalar,
+)
 from ember.tensor import Tensor
 
 __all__ = ["NAdam"]
+
+
+def _one_float32(_p: Tensor) -> Tensor:
+    return tensor(1.0, dtype=dt.float32)  # torch keeps mu_product as a float32 0-d tensor
 
 
 class NAdam(_Algorithm):
@@ -62,38 +75,25 @@ class NAdam(_Algorithm):
                     "differentiable": differentiable}
         super().__init__(params, defaults)
 
-    def _state(self, p: Tensor) -> dict[str, Tensor]:
-        state = self.state[p]
-        if not state:
-            state["step"] = new_step()
-            state["mu_product"] = tensor(1.0, dtype=dt.float32)
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
-        return state
-
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         psi, decoupled = group["momentum_decay"], group["decoupled_weight_decay"]
         maximize = group["maximize"]
         for p in params:
-            state = self._state(p)
-            g = -p.grad if maximize else p.grad
+            state = self._lazy_state(p, mu_product=_one_float32, exp_avg=zeros_like,
+                                     exp_avg_sq=zeros_like)
+            g = descent_grad(p, maximize)
             m, v, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             mu_product = state["mu_product"]
             step_t += 1
             step = step_t.item()
             bias_correction2 = 1 - beta2**step
-            if wd != 0:
-                if decoupled:
-                    p.mul_(1 - lr * wd)
-                else:
-                    g = g.add(p, alpha=wd)
+            g = apply_weight_decay(p, g, lr, wd, decoupled)
             mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * psi)))
             mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * psi)))
             mu_product *= mu
-            m.lerp_(g, 1 - beta1)
-            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            adam_moments(m, v, g, beta1, beta2)
             denom = v.div(bias_correction2).sqrt().add_(eps)
             mu_prod = mu_product.item()
             p.addcdiv_(g, denom, value=-lr * (1.0 - mu) / (1.0 - mu_prod))

@@ -413,6 +413,40 @@ class _Algorithm(Optimizer):
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         raise NotImplementedError
 
+    def _lazy_state(self, p: Tensor, **init: Callable[[Tensor], Tensor]) -> dict[str, Any]:
+        """``p``'s state, created on first use: ``step`` (float32 0), then ``key = init(p)`` in
+        the order given (torch's key order, which its state dicts keep)."""
+        state = self.state[p]
+        if not state:
+            state["step"] = new_step()
+            for key, make in init.items():
+                state[key] = make(p)
+        return state
+
+
+def descent_grad(p: Tensor, maximize: bool) -> Tensor:
+    """The gradient to descend along: ``-p.grad`` when maximizing."""
+    return -p.grad if maximize else p.grad
+
+
+def apply_weight_decay(p: Tensor, g: Tensor, lr: float, wd: float,
+                       decoupled: bool = False) -> Tensor:
+    """Weight decay ``wd``: decoupled (``p *= 1 - lr * wd``, AdamW-style) or folded into the
+    gradient as an L2 penalty (``g + wd * p``); returns the gradient to use."""
+    if wd != 0:
+        if decoupled:
+            p.mul_(1 - lr * wd)
+        else:
+            g = g.add(p, alpha=wd)
+    return g
+
+
+def adam_moments(m: Tensor, v: Tensor, g: Tensor, beta1: float, beta2: float) -> None:
+    """Adam's running moments in place: ``m = lerp(m, g, 1 - beta1)``, ``v = beta2 v + (1 -
+    beta2) g^2`` (torch's order of operations)."""
+    m.lerp_(g, 1 - beta1)
+    v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+
 
 def scalar(x: Any) -> Any:
     """A hyper-parameter as a Python number (a one-element tensor gives its value)."""

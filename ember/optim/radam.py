@@ -7,7 +7,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from ember.ops.creation import zeros_like
-from ember.optim.optimizer import _Algorithm, check_betas, check_lr, check_nonneg, new_step, scalar
+from ember.optim.optimizer import (
+    _Algorithm,
+    adam_moments,
+    apply_weight_decay,
+    check_betas,
+    check_lr,
+    check_nonneg,
+    descent_grad,
+    scalar,
+)
 from ember.tensor import Tensor
 
 __all__ = ["RAdam"]
@@ -57,32 +66,19 @@ class RAdam(_Algorithm):
                     "differentiable": differentiable}
         super().__init__(params, defaults)
 
-    def _state(self, p: Tensor) -> dict[str, Tensor]:
-        state = self.state[p]
-        if not state:
-            state["step"] = new_step()
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
-        return state
-
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
         rho_inf = 2 / (1 - beta2) - 1
         for p in params:
-            state = self._state(p)
-            g = -p.grad if maximize else p.grad
+            state = self._lazy_state(p, exp_avg=zeros_like, exp_avg_sq=zeros_like)
+            g = descent_grad(p, maximize)
             m, v, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             step_t += 1
             step = step_t.item()
-            if wd != 0:
-                if decoupled:
-                    p.mul_(1 - lr * wd)
-                else:
-                    g = g.add(p, alpha=wd)
-            m.lerp_(g, 1 - beta1)
-            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            g = apply_weight_decay(p, g, lr, wd, decoupled)
+            adam_moments(m, v, g, beta1, beta2)
             bias_correction1 = 1 - beta1**step
             bias_correction2 = 1 - beta2**step
             corrected = m / bias_correction1
