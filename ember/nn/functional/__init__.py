@@ -8,4 +8,6 @@ normalisation, losses, distances), ``conv``, ``pooling`` and ``attention``.
 from ember.nn.functional._core import *  # noqa: F403
 from ember.nn.functional.attention import *  # noqa: F403
 from ember.nn.functional.conv import *  # noqa: F403
+from ember.nn.functional.ctc import *  # noqa: F403
 from ember.nn.functional.pooling import *  # noqa: F403
+from ember.nn.functional.sampling import *  # noqa: F403

@@ -7,6 +7,7 @@ they follow ``to()`` and appear in ``state_dict``, as in torch.
 from __future__ import annotations
 
 from ember.nn.functional import _core as F
+from ember.nn.functional.ctc import ctc_loss
 from ember.nn.modules.module import Module
 from ember.tensor import Tensor
 
@@ -14,6 +15,7 @@ __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEn
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss",
            "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "SoftMarginLoss",
            "MultiMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss"]
+__all__ += ["CTCLoss"]
 
 
 class _Loss(Module):
@@ -251,3 +253,29 @@ class GaussianNLLLoss(_Loss):
     def forward(self, input: Tensor, target: Tensor, var) -> Tensor:
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                    reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss (see :func:`ember.nn.functional.ctc_loss`).
+
+    Shape: log_probs ``(T, N, C)`` or ``(T, C)``; targets ``(N, S)`` or
+    ``(sum(target_lengths),)``; input_lengths and target_lengths ``(N,)``; output scalar, or
+    ``(N,)`` with ``reduction='none'``.
+
+    Example:
+        >>> import ember
+        >>> lp = ember.zeros(3, 1, 2).log_softmax(2)
+        >>> round(ember.nn.CTCLoss()(lp, ember.tensor([[1]]), [3], [1]).item(), 4)
+        0.2877
+    """
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False
+                 ) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths,
+                target_lengths) -> Tensor:
+        return ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                        self.reduction, self.zero_infinity)
