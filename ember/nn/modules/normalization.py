@@ -18,6 +18,23 @@ def _shape(normalized_shape) -> tuple:
     return tuple(normalized_shape)
 
 
+def _register_affine(m: Module, shape: tuple, affine: bool, bias: bool, device, dtype) -> None:
+    """``weight`` (ones) and ``bias`` (zeros, unless ``bias=False``) of ``shape`` when
+    ``affine``; otherwise both are registered as None, as torch does."""
+    m.register_parameter("weight", Parameter(empty(shape, device=device, dtype=dtype))
+                         if affine else None)
+    m.register_parameter("bias", Parameter(empty(shape, device=device, dtype=dtype))
+                         if affine and bias else None)
+    _reset_affine(m)
+
+
+def _reset_affine(m: Module) -> None:
+    if m.weight is not None:
+        init.ones_(m.weight)
+    if m.bias is not None:
+        init.zeros_(m.bias)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` dims, then an elementwise affine.
 
@@ -34,22 +51,10 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         self._bias_flag = bias
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _register_affine(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -70,22 +75,10 @@ class GroupNorm(Module):
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine, self._bias_flag = eps, affine, bias
-        if affine:
-            self.weight = Parameter(empty(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _register_affine(self, (num_channels,), affine, bias, device, dtype)
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
