@@ -461,7 +461,10 @@ class DrawTape:
         try:
             yield
         finally:
-            tapes.remove(entry)
+            if tapes[-1] is entry:
+                tapes.pop()
+            else:  # exited out of order
+                tapes.remove(entry)
 
     def _keep(self, address: tuple, packed: tuple) -> None:
         if address not in self._draws:
