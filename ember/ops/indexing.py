@@ -12,7 +12,7 @@ from ember.core import dtype as dt
 from ember.dispatch import AliasKey
 from ember.dispatch import dispatcher as _dispatcher
 from ember.ops._define import tensor_method
-from ember.ops.copy import copy_, fill_, to
+from ember.ops.copy import copy_, fill_
 from ember.ops.creation import empty, full, tensor, zeros
 from ember.ops.pointwise import check_writable
 from ember.ops.scatter_gather import index as index_op
@@ -201,7 +201,9 @@ def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value``: writes into ``self``'s storage and bumps its version once.
 
     ``value`` is a number or a tensor broadcastable to the indexed shape (leading size-1 dims
-    are ignored; a tensor of another dtype is cast to ``self``'s).
+    are ignored). With basic indices (ints, slices, ``None``, ``...``) a tensor of another
+    dtype is cast, as ``copy_`` does; with tensor indices it must have ``self``'s dtype, as in
+    torch ("Index put requires the source and destination dtypes match").
     """
     index = _normalize(self, index)
     if all(_is_basic(i) for i in index):
@@ -265,7 +267,7 @@ def _advanced_getitem(self: Tensor, index: tuple) -> Tensor:
 def _advanced_setitem(self: Tensor, index: tuple, value) -> None:
     view, indices = _split(self, index)
     if isinstance(value, Tensor):
-        values = value if value._dtype is self._dtype else to(value, self._dtype)
+        values = value  # index_put_ refuses another dtype with torch's message
     else:
         values = full((), _check_value(self, value), dtype=self._dtype, device=self._device)
     index_put_(view, indices, _trim(values, 0))

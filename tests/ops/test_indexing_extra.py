@@ -160,11 +160,22 @@ def test_basic_setitem_bumps_once():
     assert x.numpy()[1].tolist() == [0.0, 1.0, 1.0, 0.0]
 
 
-def test_setitem_casts_tensor_values():
-    # PyTorch 2.13 refuses a value of another dtype with advanced indices; ember casts it.
-    x = ember.zeros(3, dtype=ember.int64)
-    x[ember.tensor([0, 2])] = ember.tensor([1.9, -2.5], dtype=ember.float64)
-    assert x.tolist() == [1, 0, -2]
+@pytest.mark.parametrize("value", [[1.9, -2.5], 1.5], ids=["1-d", "0-d"])
+def test_advanced_setitem_refuses_another_dtype_like_torch(value):
+    """Tensor indices: a tensor value of another dtype raises torch's error and writes nothing;
+    a Python number is cast; basic indices cast a tensor value (copy_)."""
+    tx, ex = torch.zeros(3, dtype=torch.int64), ember.zeros(3, dtype=ember.int64)
+    with pytest.raises(RuntimeError) as t_err:
+        tx[torch.tensor([0, 2])] = torch.tensor(value, dtype=torch.float64)
+    with pytest.raises(RuntimeError) as e_err:
+        ex[ember.tensor([0, 2])] = ember.tensor(value, dtype=ember.float64)
+    assert str(e_err.value) == str(t_err.value)
+    assert ex.tolist() == [0, 0, 0] and ex._version == 0
+    ex[ember.tensor([0, 2])] = 2.7
+    mask = ember.tensor([True, False, False])
+    ex[mask] = -1
+    ex[1:2] = ember.tensor([5.9], dtype=ember.float64)
+    assert ex.tolist() == [-1, 5, 2]
 
 
 def test_setitem_duplicate_indices_last_write_wins():
