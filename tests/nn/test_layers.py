@@ -297,6 +297,25 @@ def test_embedding_bag(mode):
     assert repr(em) == repr(tm)
 
 
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_bag_max_ties_send_the_gradient_to_the_first_position(padding_idx):
+    """Equal maxima (repeated rows, equal values in different rows, an all-padding bag): the
+    gradient goes to the first position of each bag holding the maximum, as in torch."""
+    w = torch.tensor([[1., 2.], [1., 3.], [0., 3.], [1., 2.], [5., -1.]])
+    idx = torch.tensor([0, 1, 2, 3, 3, 0, 2, 2, 4, 1])
+    offsets = torch.tensor([0, 3, 6, 6, 8])  # a bag of repeated row 2, an empty bag
+    tw = w.clone().requires_grad_(True)
+    ew = to_ember(w, True)
+    ty = torch.nn.functional.embedding_bag(idx, tw, offsets, mode="max", padding_idx=padding_idx)
+    ey = nn.functional.embedding_bag(to_ember(idx), ew, to_ember(offsets), mode="max",
+                                     padding_idx=padding_idx)
+    close(ey, ty)
+    g = _randn(*ty.shape, seed=9)
+    (ty * g).sum().backward()
+    (ey * to_ember(g)).sum().backward()
+    close(ew.grad, tw.grad)
+
+
 def test_embedding_bag_per_sample_weights_and_last_offset():
     tm = tnn.EmbeddingBag(10, 3, mode="sum", include_last_offset=True)
     em = nn.EmbeddingBag(10, 3, mode="sum", include_last_offset=True)

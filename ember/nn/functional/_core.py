@@ -575,11 +575,22 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
 
 
 def _bag_max(emb: Tensor, keep: Tensor, bag: Tensor, n_bags: int, d: int) -> Tensor:
+    """Per bag and column, the first position holding the maximum is gathered, so (as in
+    torch) ties send the whole gradient to that one position; empty bags give 0."""
     neg = where(keep.unsqueeze(-1), emb, -math.inf)
-    idx = bag.unsqueeze(-1).expand(-1, d)
+    idx = bag.unsqueeze(-1).expand(-1, d)  # (L, D) bag of each position
     init = zeros(n_bags, d, dtype=emb.dtype).fill_(-math.inf)
-    out = init.scatter_reduce(0, idx, neg, "amax", include_self=True)
-    return where(out == -math.inf, 0.0, out)
+    with no_grad():
+        best = init.scatter_reduce(0, idx, neg, "amax", include_self=True)  # (B, D)
+        n = emb.shape[0]
+        pos = arange(n, dtype=dt.int64).unsqueeze(-1).expand(-1, d)
+        candidates = where(neg == best.index_select(0, bag), pos, n)
+        first = zeros(n_bags, d, dtype=dt.int64).fill_(n).scatter_reduce(
+            0, idx, candidates, "amin", include_self=True)  # (B, D); n for empty bags
+    empty = best == -math.inf
+    if n == 0:
+        return where(empty, 0.0, best)
+    return where(empty, 0.0, emb.gather(0, first.clamp(max=n - 1)))
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
