@@ -363,18 +363,46 @@ def test_transformer_layer_errors_and_layout():
         em(x, is_causal=True)
 
 
-@pytest.mark.xfail(strict=True, reason="torch's nested-tensor fast path (eval, no_grad, "
-                   "batch_first, key padding) writes zeros at padded positions; ember computes "
-                   "them like the training path does")
-def test_encoder_nested_tensor_fast_path_zeros_padding():
+@pytest.mark.parametrize("case", ["bool", "float", "norm", "unaligned", "grad", "train",
+                                  "no_nested"])
+def test_encoder_nested_tensor_fast_path_zeros_padding(case):
+    """torch's nested-tensor path (eval, no grad needed, batch_first, left-aligned key
+    padding, no attention mask) leaves zeros at padded positions, before ``norm``; outside
+    its conditions the padded positions are computed. ember matches both."""
     torch.manual_seed(0)
-    t_layer = tnn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
-    tm = tnn.TransformerEncoder(t_layer, 2).eval()
-    em = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2).eval()
+    kw = {"norm": (tnn.LayerNorm(8), nn.LayerNorm(8))} if case == "norm" else {}
+    flag = {"enable_nested_tensor": case != "no_nested"}
+    tm = tnn.TransformerEncoder(tnn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True),
+                                2, norm=kw.get("norm", (None,))[0], **flag)
+    em = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True), 2,
+                               norm=kw.get("norm", (None, None))[1], **flag)
+    if case != "train":  # training mode (dropout 0): no fast path
+        tm.eval(), em.eval()
+    if case == "norm":
+        tnn.init.constant_(tm.norm.bias, 0.5)  # padded positions become norm(0) = bias
     copy_state(tm, em)
     x = _randn(2, 5, 8)
-    with torch.no_grad():
-        t_out = tm(x, src_key_padding_mask=_kpm())
-    with ember.no_grad():
-        e_out = em(to_ember(x), src_key_padding_mask=to_ember(_kpm()))
+    mask = _kpm(as_float=case == "float")
+    if case == "unaligned":
+        mask = mask.flip(-1)  # padding first: not left aligned
+    grad = case == "grad"
+    with torch.set_grad_enabled(grad):
+        t_out = tm(x, src_key_padding_mask=mask)
+    with ember.set_grad_enabled(grad):
+        e_out = em(to_ember(x), src_key_padding_mask=to_ember(mask))
     close(e_out, t_out, 1e-5, 1e-5, "fast path")
+    fill = {"bool": 0.0, "float": 0.0, "norm": 0.5}.get(case)  # the premise about torch
+    assert bool((t_out[0, -2:] == fill).all()) if fill is not None else \
+        bool((t_out[0, -2:] != 0).all())
+
+
+def test_encoder_nested_tensor_warning_like_torch():
+    with pytest.warns(UserWarning) as t_rec:
+        tnn.TransformerEncoder(tnn.TransformerEncoderLayer(8, 2, 16), 1)
+    with pytest.warns(UserWarning) as e_rec:
+        nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 1)
+    assert [str(w.message) for w in e_rec] == [str(w.message) for w in t_rec]
+    assert not nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1,
+                                     enable_nested_tensor=False).use_nested_tensor
+    with pytest.warns(UserWarning, match="num_heads is odd"):
+        nn.TransformerEncoder(nn.TransformerEncoderLayer(9, 3, 16, batch_first=True), 1)

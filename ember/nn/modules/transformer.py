@@ -10,7 +10,9 @@ positions; ember always computes them (see the module tests).
 from __future__ import annotations
 
 import copy
+import warnings
 
+from ember.autograd.grad_mode import is_grad_enabled
 from ember.core import dtype as dt
 from ember.nn import init
 from ember.nn.functional import _core as F
@@ -269,20 +271,82 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why_not}", stacklevel=2)
+        self.use_nested_tensor = enable_nested_tensor and not why_not
         self.mask_check = mask_check
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
-        """Run every layer with the same masks; shapes as :class:`TransformerEncoderLayer`."""
+        """Run every layer with the same masks; shapes as :class:`TransformerEncoderLayer`.
+
+        Where torch would run its nested-tensor inference path (``use_nested_tensor``, eval,
+        batched input, a left-aligned ``src_key_padding_mask`` and no ``mask``, no parameter
+        needing grad) the padded positions of the output are zeros before ``norm``, as torch's
+        conversion back from the nested tensor leaves them; the other positions are the same
+        either way.
+        """
         batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
         is_causal = _detect_is_causal_mask(mask, is_causal, _seq_len(src, batch_first))
         out = src
         for layer in self.layers:
             out = layer(out, src_mask=mask, is_causal=is_causal,
                         src_key_padding_mask=src_key_padding_mask)
+        if self._nested_path(src, mask, src_key_padding_mask):
+            padded = src_key_padding_mask if src_key_padding_mask.dtype is dt.bool_ else \
+                src_key_padding_mask != 0
+            out = out.masked_fill(padded.unsqueeze(-1), 0.0)
         return self.norm(out) if self.norm is not None else out
+
+    def _nested_path(self, src: Tensor, mask, padding) -> bool:
+        """torch's conditions for converting ``src`` to a nested tensor (TransformerEncoder)."""
+        if not self.use_nested_tensor or not len(self.layers) or padding is None:
+            return False
+        first = self.layers[0]
+        if first.training or src.dim() != 3 or mask is not None:
+            return False
+        if self.mask_check and not _left_aligned(padding):
+            return False
+        attn = first.self_attn
+        params = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                  attn.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+                  first.norm2.bias, first.linear1.weight, first.linear1.bias,
+                  first.linear2.weight, first.linear2.bias)
+        return not (is_grad_enabled() and any(t is not None and t.requires_grad
+                                              for t in params))
+
+
+def _why_not_nested(layer) -> str:
+    """torch's reason (empty when none) an encoder of ``layer`` cannot use nested tensors."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not attn.batch_first:
+        return (f"{name}.self_attn.batch_first was not True(use batch_first for better "
+                "inference performance)")
+    if not attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
+
+
+def _left_aligned(padding: Tensor) -> bool:
+    """Every row keeps a prefix and pads the rest (torch's ``mask_check``)."""
+    keep = (padding == 0) if padding.dtype is not dt.bool_ else padding.logical_not()
+    return bool((keep[..., 1:] <= keep[..., :-1]).all()) if keep.shape[-1] > 1 else True
 
 
 class TransformerDecoderLayer(Module):
