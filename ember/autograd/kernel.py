@@ -144,6 +144,7 @@ class OpNode(Node):
     __slots__ = ("_bound", "_result", "_meta_of", "_structure", "_out_meta", "_flat")
     rule: Callable = None
     op = None
+    nondiff_outputs: frozenset = frozenset()  # outputs that never require grad (e.g. stats)
 
     def __getattr__(self, name: str):
         # ``grad_fn._saved_<arg>`` / ``_saved_result``: saved values for inspection, as in torch
@@ -258,7 +259,7 @@ def _check_inplace(op_name: str, t: Tensor) -> None:
 
 
 def register_derivative(op, rule: Callable, *, save=(), signature: Callable | None = None,
-                        name: str | None = None) -> type:
+                        name: str | None = None, nondifferentiable_outputs=()) -> type:
     """Make ``op`` differentiable with ``rule`` (see NOTE [Recording an op]).
 
     Args:
@@ -269,6 +270,8 @@ def register_derivative(op, rule: Callable, *, save=(), signature: Callable | No
         signature: a function with the op's Python signature (default: its Meta rule or
             view geometry).
         name: the Node class name (default ``<Op>Backward0``).
+        nondifferentiable_outputs: indices of outputs that never require grad (torch's
+            ``output_differentiability``), e.g. the saved statistics of a fused norm.
     """
     sig = signature or getattr(op, "meta_rule", None) or getattr(op, "geometry", None)
     if sig is None:
@@ -277,7 +280,7 @@ def register_derivative(op, rule: Callable, *, save=(), signature: Callable | No
     save = tuple(save)
     cls = type(name or f"{_camel(op.name)}Backward0", (OpNode,), {
         "__slots__": (), "rule": staticmethod(rule), "op": op,
-        "saves_anything": bool(save)})
+        "saves_anything": bool(save), "nondiff_outputs": frozenset(nondifferentiable_outputs)})
     op.derivative = cls
     results = tuple(s for s in save if s.startswith("result"))
     which = None if "result" in results or not results else \
@@ -483,16 +486,17 @@ def _mark_outputs(out, node, inplace: bool, self_t, save_result: bool, which):
         node._num_outputs = len(outs)
         node._out_meta = tuple((o._shape, o._dtype) if isinstance(o, Tensor) else ((), None)
                                for o in outs)
+        skip = type(node).nondiff_outputs
         if inplace:
             _rebase_history(self_t, node)
         else:
             for i, o in enumerate(outs):
-                if isinstance(o, Tensor) and o._dtype.is_floating_point:
+                if isinstance(o, Tensor) and o._dtype.is_floating_point and i not in skip:
                     mark_requires_grad(o, node, i)
     if save_result:
         # one SavedTensor per output for multi-output ops (``ctx.result`` is then a tuple)
         node._result = SavedTensor(outs[0], node, is_output=True) if len(outs) == 1 else tuple(
-            SavedTensor(o, node, is_output=o._dtype.is_floating_point)
+            SavedTensor(o, node, is_output=o._dtype.is_floating_point and i not in skip)
             if isinstance(o, Tensor) and (which is None or i in which) else None
             for i, o in enumerate(outs))
     return out

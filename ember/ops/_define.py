@@ -75,15 +75,18 @@ def composite(schema: str, *, method: str | bool = True, tags=()) -> Callable:
     return deco
 
 
-def derivative(op: Operator, *, save=(), signature: Callable | None = None):
+def derivative(op: Operator, *, save=(), signature: Callable | None = None,
+               nondifferentiable_outputs=()):
     """Declare ``op``'s derivative rule (see NOTE [Recording an op] in ember/autograd/kernel.py).
 
     The decorated ``rule(ctx, *grads)`` returns one gradient per tensor input; ``save`` names
-    the tensor arguments (or ``"result"``) it reads.
+    the tensor arguments (or ``"result"``) it reads; ``nondifferentiable_outputs`` lists output
+    indices that never require grad.
     """
 
     def deco(rule: Callable) -> Callable:
-        register_derivative(op, rule, save=save, signature=signature)
+        register_derivative(op, rule, save=save, signature=signature,
+                            nondifferentiable_outputs=nondifferentiable_outputs)
         return rule
 
     return deco

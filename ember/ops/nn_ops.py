@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from ember.autograd.grad_mode import is_grad_enabled
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, canonical_dim
 from ember.ops._define import Spec, Tag, derivative, operator
@@ -19,7 +20,7 @@ from ember.ops._promotion import result_type
 from ember.ops.pointwise import _TN, where
 from ember.tensor import Tensor
 
-__all__ = ["softmax", "log_softmax", "celu", "selu", "native_dropout"]
+__all__ = ["softmax", "log_softmax", "celu", "selu", "native_dropout", "native_layer_norm"]
 
 _P = (Tag.pointwise,)
 
@@ -373,3 +374,69 @@ def native_dropout_backward(grad_output, mask, scale):
 @derivative(native_dropout_backward, save=("mask",))
 def _native_dropout_backward_backward(ctx, grad):
     return native_dropout_backward(grad, ctx.mask, ctx.scale), None
+
+
+# -- layer norm -------------------------------------------------------------------------------
+def _layer_norm_shape(input, normalized_shape) -> tuple:
+    shape = tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or input.dim() < k or tuple(input._shape[-k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in shape)}], but got input of size"
+                           f"{list(input._shape)}")
+    return shape
+
+
+@operator("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, "
+          "Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)", method=False)
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """Layer norm as one fused op (``torch.native_layer_norm``): ``(out, mean, rstd)``.
+
+    ``out = (x - mean) * rstd * weight + bias`` over the trailing ``normalized_shape`` dims
+    (biased variance, ``rstd = 1 / sqrt(var + eps)``). ``mean`` and ``rstd`` have ``input``'s
+    shape with those dims set to 1 and never require grad; autograd saves only ``input``,
+    ``mean`` and ``rstd``.
+    """
+    _require_tensor("native_layer_norm", input)
+    shape = _layer_norm_shape(input, normalized_shape)
+    if not input._dtype.is_floating_point:
+        raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for "
+                                  f"'{_TN[input._dtype.name]}'")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is None:
+            continue
+        if tuple(t._shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but "
+                               f"got {name} of shape {list(t._shape)} and normalized_shape = "
+                               f"{list(shape)}")
+        if t._dtype is not input._dtype:
+            raise RuntimeError(f"mixed dtype (CPU): expect parameter to have scalar type of "
+                               f"{_TN[input._dtype.name]}")
+    stats = input._shape[:input.dim() - len(shape)] + (1,) * len(shape)
+    return (Spec(input._shape, input._dtype), Spec(stats, input._dtype),
+            Spec(stats, input._dtype))
+
+
+@derivative(native_layer_norm, save=("input", "weight", "bias", "result1", "result2"),
+            nondifferentiable_outputs=(1, 2))
+def _native_layer_norm_backward(ctx, grad, grad_mean, grad_rstd):
+    x, w, b = ctx.input, ctx.weight, ctx.bias
+    k = len(ctx.normalized_shape)
+    dims = list(range(x.dim() - k, x.dim()))
+    batch = list(range(x.dim() - k))
+    if is_grad_enabled():  # create_graph: the statistics' dependence on x is differentiated
+        mean = x.mean(dims, keepdim=True)
+        rstd = (x.var(dims, correction=0, keepdim=True) + ctx.eps).rsqrt()
+    else:
+        _, mean, rstd = ctx.result
+    xhat = (x - mean) * rstd
+    gw = grad * w if w is not None else grad
+    c1 = (gw * xhat).mean(dims, keepdim=True)
+    c2 = gw.mean(dims, keepdim=True)
+    grad_input = (gw - c2 - xhat * c1) * rstd
+    grads = [grad_input]  # one per tensor argument given (weight, bias may be None)
+    if w is not None:
+        grads.append((grad * xhat).sum(batch))
+    if b is not None:
+        grads.append(grad.sum(batch))
+    return tuple(grads)

@@ -184,6 +184,60 @@ def _hostile(dtype):
     return [x.t(), x.t()[:, ::3], x[::2]]
 
 
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_native_layer_norm_matches_torch(affine, dtype):
+    """(out, mean, rstd) and the input / weight / bias gradients of the fused op against
+    torch's, on a permuted input normalised over two trailing dims; mean and rstd never
+    require grad; autograd saves no full-size intermediate but the input."""
+    from ember.ops.nn_ops import native_layer_norm
+    tol = 1e-5 if dtype is torch.float32 else 1e-12
+    x = (_randn(4, 6, 3, 5, dtype=dtype) * 3 + 1).permute(0, 2, 3, 1)  # (4, 3, 5, 6)
+    w = _randn(5, 6, dtype=dtype, seed=2) if affine != "none" else None
+    b = _randn(5, 6, dtype=dtype, seed=3) if affine == "both" else None
+    targs = [t.clone().requires_grad_(True) if t is not None else None for t in (x, w, b)]
+    eargs = [to_ember(t, True) if t is not None else None for t in (x, w, b)]
+    t_out = torch.native_layer_norm(targs[0], [5, 6], targs[1], targs[2], 1e-4)
+    e_out = native_layer_norm(eargs[0], [5, 6], eargs[1], eargs[2], 1e-4)
+    for e, t in zip(e_out, t_out):
+        close(e, t, tol, tol)
+    assert not e_out[1].requires_grad and not e_out[2].requires_grad
+    assert e_out[0].grad_fn._saved_result1.grad_fn is None
+    g = _randn(4, 3, 5, 6, dtype=dtype, seed=4)
+    t_out[0].backward(g)
+    e_out[0].backward(to_ember(g))
+    for e, t in zip(eargs, targs):
+        if t is not None:
+            close(e.grad, t.grad, tol * 10, tol * 10)
+
+
+def test_native_layer_norm_double_backward_half_and_errors():
+    from ember.ops.nn_ops import native_layer_norm
+    x = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    b = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    fn = lambda *a: native_layer_norm(a[0], [4], a[1], a[2], 1e-5)[0]  # noqa: E731
+    assert ember.autograd.gradcheck(fn, (x, w, b))
+    assert ember.autograd.gradgradcheck(fn, (x, w, b))
+    h = _randn(3, 8).half()
+    t_half = torch.native_layer_norm(h, [8], None, None, 1e-5)
+    e_half = native_layer_norm(to_ember(h.float()).half(), [8], None, None, 1e-5)
+    assert [t.dtype for t in e_half] == [ember.float16] * 3
+    for e, t in zip(e_half, t_half):
+        close(e.float(), t.float(), 2e-3, 2e-3)
+    x32 = to_ember(_randn(2, 4))
+    for bad, kind in [((x32, [4], ember.ones(3), None), "weight of shape"),
+                      ((x32, [4], None, ember.ones(3)), "bias of shape"),
+                      ((x32, [3], None, None), "expected input with shape"),
+                      ((x32, [4], ember.ones(4, dtype=ember.float64), None), "mixed dtype")]:
+        with pytest.raises(RuntimeError, match=kind):
+            native_layer_norm(*bad, 1e-5)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        native_layer_norm(ember.arange(4), [4], None, None, 1e-5)
+    empty = native_layer_norm(ember.empty(0, 4), [4], None, None, 1e-5)
+    assert empty[0].shape == (0, 4) and empty[1].shape == (0, 1)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16,
                                    torch.bfloat16], ids=str)
 @pytest.mark.parametrize("approximate", ["none", "tanh"])

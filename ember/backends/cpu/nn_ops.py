@@ -257,3 +257,35 @@ def _threshold_backward(grad_output, input, threshold):
 
 
 _NATIVE = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+
+
+@nn.native_layer_norm.impl("CPU")
+def _native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """Statistics in the op-math dtype, then the normalisation and the affine in place in the
+    output (NOTE [Kernel workspace])."""
+    out_spec, stat_spec, _ = nn.native_layer_norm.meta_rule(input, normalized_shape, weight,
+                                                            bias, eps)
+    c = compute_dtype(out_spec.dtype)
+    out, r, st = _target(out_spec, c)
+    mean_t, rstd_t = new_output(stat_spec.shape, stat_spec.dtype), \
+        new_output(stat_spec.shape, stat_spec.dtype)
+    a = arr(input).astype(c, copy=False)
+    if a.size == 0:
+        return out, mean_t, rstd_t
+    axes = tuple(range(a.ndim - len(normalized_shape), a.ndim))
+    with ignore_fp_errors():
+        mean = np.mean(a, axis=axes, keepdims=True)
+        np.subtract(a, mean, out=r)
+        var_st, sq = workspace(r.shape, c)
+        np.multiply(r, r, out=sq)
+        var = np.mean(sq, axis=axes, keepdims=True)
+        del sq, var_st
+        rstd = 1.0 / np.sqrt(var + c.type(eps))
+        r *= rstd
+        if weight is not None:
+            r *= arr(weight).astype(c, copy=False)
+        if bias is not None:
+            r += arr(bias).astype(c, copy=False)
+        np.copyto(arr(mean_t), mean, casting="unsafe")
+        np.copyto(arr(rstd_t), rstd, casting="unsafe")
+    return _finish(out, r, st), mean_t, rstd_t

@@ -730,17 +730,13 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims (biased variance), then affine.
 
+    The fused ``native_layer_norm``: autograd keeps the input and the per-row mean and
+    ``rstd``, not the intermediate tensors of a composite.
     Shape: input ``(*, *normalized_shape)``; weight and bias ``normalized_shape``.
     """
     dims = _norm_dims(input, normalized_shape, "layer_norm")
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
-    y = (input - mean) * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
+    shape = list(input.shape[dims[0]:])
+    return nn_ops.native_layer_norm(input, shape, weight, bias, eps)[0]
 
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
