@@ -15,6 +15,7 @@ from ember.ops import (  # noqa: F401
     indexing,
     linalg,
     nn_ops,
+    numeric,
     pointwise,
     random,
     reduction,

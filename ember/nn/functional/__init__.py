@@ -11,3 +11,4 @@ from ember.nn.functional.conv import *  # noqa: F403
 from ember.nn.functional.ctc import *  # noqa: F403
 from ember.nn.functional.pooling import *  # noqa: F403
 from ember.nn.functional.sampling import *  # noqa: F403
+from ember.nn.functional.vision import *  # noqa: F403
