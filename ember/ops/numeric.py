@@ -787,19 +787,17 @@ def frexp(input: Tensor) -> FrexpResult:
     mag = where(finite, abs(x), 1.0)
     e = floor(log2(mag)) + 1
     # log2 may round across a power of two; one correction step each way makes it exact
-    m = mag / pow(2.0, e)
+    m = _scale_down(mag, e)
     e = where(m >= 1, e + 1, where(m < 0.5, e - 1, e))
     e = where(finite, e, 0.0)
-    exponent = e.to(dt.int32)
-    mantissa = input / _exp2_exact(e, input.dtype)
-    return FrexpResult(mantissa, exponent)
+    return FrexpResult(_scale_down(input, e), e.to(dt.int32))
 
 
-def _exp2_exact(e: Tensor, dtype: dt.DType) -> Tensor:
-    """``2 ** e`` for integral ``e``, computed in float64 and split in two factors when one
-    factor would leave ``dtype``'s range (subnormal inputs have exponents below -126/-1022)."""
+def _scale_down(x: Tensor, e: Tensor) -> Tensor:
+    """``x / 2**e`` for integral ``e``, exact: two power-of-two factors, each inside the dtype's
+    range (one factor would overflow for the largest values and underflow for subnormals)."""
     half = floor(e / 2)
-    return (pow(2.0, half.to(dt.float64)) * pow(2.0, (e - half).to(dt.float64))).to(dtype)
+    return x / pow(2.0, half) / pow(2.0, e - half)
 
 
 def _gcd(kernel: str, a: Tensor, b: Tensor) -> Tensor:
