@@ -19,11 +19,13 @@ from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, canonical_dim
 from ember.ops._define import composite
 from ember.ops._promotion import result_type
-from ember.ops.copy import clone
+from ember.ops.copy import clone, copy_
 from ember.ops.creation import ones, scalar_tensor, tensor, zeros
 from ember.ops.linalg import matmul, mm
 from ember.ops.pointwise import (
+    _TN,
     abs,
+    check_inplace,
     clamp_min,
     eq,
     exp,
@@ -49,7 +51,8 @@ from ember.tensor import Tensor
 __all__ = [
     "diff", "trapezoid", "trapz", "cumulative_trapezoid", "cov", "corrcoef", "cdist", "renorm",
     "isin", "cartesian_prod", "combinations", "block_diag", "vander", "chain_matmul",
-    "logaddexp", "logaddexp2", "sinc", "ldexp", "frexp", "gcd", "lcm",
+    "logaddexp", "logaddexp2", "sinc", "ldexp", "frexp", "gcd", "lcm", "sinc_", "ldexp_",
+    "gcd_", "lcm_",
 ]
 
 # pylint: disable=redefined-builtin
@@ -851,3 +854,45 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
     zero = eq(g, 0)
     safe = where(zero, 1, g)
     return where(zero, 0, abs((input.to(res) // safe) * other.to(res)))
+
+
+# -- in-place forms ------------------------------------------------------------------------
+def _assign(self: Tensor, fn, *args, kernel: str | None = None) -> Tensor:
+    """``self`` overwritten with ``fn(self, *args)`` (torch's in-place variant checks). When
+    autograd records, ``fn`` reads a clone, so what it saves is not the tensor overwritten."""
+    result = fn(clone(self) if self.requires_grad else self, *args)
+    if kernel is not None and not dt.can_cast(result.dtype, self.dtype):
+        raise RuntimeError(f"{kernel} can't be cast to the desired output type "
+                           f"{_TN[self.dtype.name]}")
+    check_inplace(self, tuple(result.shape), result.dtype)
+    return copy_(self, result)
+
+
+@composite("sinc_(Tensor(a!) self) -> Tensor(a!)")
+def sinc_(input: Tensor) -> Tensor:
+    """In-place :func:`sinc` (``Tensor.sinc_``); integer tensors cannot hold the result."""
+    return _assign(input, sinc)
+
+
+@composite("ldexp_(Tensor(a!) self, Tensor other) -> Tensor(a!)")
+def ldexp_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place :func:`ldexp` (``Tensor.ldexp_``)."""
+    return _assign(input, ldexp, other, kernel="ldexp")
+
+
+@composite("gcd_(Tensor(a!) self, Tensor other) -> Tensor(a!)")
+def gcd_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place :func:`gcd` (``Tensor.gcd_``)."""
+    return _assign(input, gcd, other)
+
+
+@composite("lcm_(Tensor(a!) self, Tensor other) -> Tensor(a!)")
+def lcm_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place :func:`lcm` (``Tensor.lcm_``)."""
+    return _assign(input, lcm, other)
+
+
+@composite("renorm_(Tensor(a!) self, Scalar p, int dim, Scalar maxnorm) -> Tensor(a!)")
+def renorm_(input: Tensor, p, dim: int, maxnorm) -> Tensor:
+    """In-place :func:`renorm` (``Tensor.renorm_``; no ``ember.renorm_``, as in torch)."""
+    return _assign(input, renorm, p, dim, maxnorm)

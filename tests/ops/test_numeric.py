@@ -523,3 +523,51 @@ def test_exports_and_methods():
         assert getattr(ember, name) is getattr(ember.ops.numeric, name)
         assert ember.ops.numeric.__dict__[name].__doc__
         assert hasattr(ember.Tensor, name) == hasattr(torch.Tensor, name), name
+
+
+# -- in-place forms ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name,args", [
+    ("sinc_", ()), ("ldexp_", ("exp",)), ("gcd_", ("int",)), ("lcm_", ("int",)),
+    ("renorm_", (2, 0, 1.0)), ("renorm_", (1, 1, 0.5))])
+def test_inplace_forms_match_torch(name, args):
+    """The in-place variants write into ``self`` (same object, one version bump) the values
+    torch's in-place variants give; gradients flow through them to an upstream leaf."""
+    integer = args == ("int",)
+    base = torch.tensor([[4, 6, 9], [10, 15, 0]]) if integer else \
+        torch.tensor([[0.5, 0.0, -1.5], [2.0, -3.0, 0.25]], dtype=torch.float64)
+    if args == ("int",):
+        args = (torch.tensor([6, 9, 12]),)
+    elif args == ("exp",):
+        args = (torch.tensor([1, 2, 3]),)
+    t = base.clone()
+    getattr(t, name)(*args)
+    e = ember.tensor(base.numpy())
+    before = e._version
+    out = getattr(e, name)(*[ember.tensor(a.numpy()) if isinstance(a, torch.Tensor) else a
+                             for a in args])
+    assert out is e and e._version > before
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12, atol=1e-12)
+    if not integer:
+        leaf = ember.tensor(base.numpy(), requires_grad=True)
+        y = leaf * 1
+        getattr(y, name)(*[ember.tensor(a.numpy()) if isinstance(a, torch.Tensor) else a
+                           for a in args])
+        y.sum().backward()
+        tleaf = base.clone().requires_grad_(True)
+        ty = tleaf * 1
+        getattr(ty, name)(*args)
+        ty.sum().backward()
+        np.testing.assert_allclose(leaf.grad.numpy(), tleaf.grad.numpy(), rtol=1e-9,
+                                   atol=1e-12)
+
+
+def test_inplace_forms_refuse_what_torch_refuses():
+    for call, msg in [(lambda m: m.arange(4).sinc_(), "can't be cast to the desired output"),
+                      (lambda m: m.arange(4).ldexp_(m.tensor([1, 2, 3, 4])),
+                       "ldexp can't be cast to the desired output type Long")]:
+        with pytest.raises(RuntimeError, match="can't be cast") as t_err:
+            call(torch)
+        with pytest.raises(RuntimeError, match=msg) as e_err:
+            call(ember)
+        assert str(e_err.value) == str(t_err.value)
+    assert hasattr(ember, "sinc_") and not hasattr(ember, "renorm_")
