@@ -41,7 +41,7 @@ def _leaf(shape: tuple, layout: str, dtype, seed: int) -> torch.Tensor:
 
 
 def _view(x, layout: str):
-    if layout == "permuted":
+    if layout == "permuted" and x.dim():
         return x.permute(*range(x.dim() - 1, -1, -1))
     if layout == "strided" and x.dim():
         return x[..., ::2]
@@ -346,7 +346,9 @@ def test_pdist_small_and_repeated_rows():
 PAIRWISE = [((), [(4, 5), (4, 5)]), ((1.0,), [(4, 5), (1, 5)]), ((3.0, 1e-3, True), [(4, 5),
                                                                                     (4, 5)]),
             ((float("inf"),), [(3, 4), (3, 4)]), ((2.0, 1e-6, True), [(5,), (5,)]),
-            ((), [(5,), (5,)]), ((0.5,), [(2, 3, 4), (3, 4)])]
+            ((), [(5,), (5,)]), ((0.5,), [(2, 3, 4), (3, 4)]), ((), [(), ()]),
+            ((2.0, 1e-6, True), [(4,), (3, 4)]), ((1.0, 1e-6, True), [(2, 1, 4), (3, 4)]),
+            ((), [(0, 4), (0, 4)])]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -357,7 +359,8 @@ def test_pairwise_distance(args, shapes, dtype, layout):
 
 
 COSINE = [((), [(4, 5), (4, 5)]), ((0,), [(4, 5), (4, 1)]), ((-1, 1e-6), [(2, 3, 4), (3, 4)]),
-          ((1, 0.5), [(3, 2, 4), (3, 2, 4)])]
+          ((1, 0.5), [(3, 2, 4), (3, 2, 4)]), ((0,), [(4,), (4,)]), ((-1,), [(4,), (3, 4)]),
+          ((), [(2, 0), (2, 0)])]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
