@@ -237,6 +237,16 @@ def test_functional_pad_matches_torch(mode):
         _close(eg, tg, 1e-12, f"grad {mode}{pad}")
 
 
+def test_functional_pad_takes_ints_only_like_torch():
+    x = torch.ones(2, 3)
+    with pytest.raises(TypeError) as t_err:
+        torch.nn.functional.pad(x, (1.5, 1))
+    with pytest.raises(TypeError) as e_err:
+        F.pad(_e(x), (1.5, 1))
+    assert str(e_err.value) == str(t_err.value)
+    assert F.pad(_e(x), (1, True)).shape == torch.nn.functional.pad(x, (1, True)).shape
+
+
 def test_constructor_errors_and_reprs():
     cases = [(dict(groups=0), "groups must be a positive integer"),
              (dict(groups=4), "in_channels must be divisible by groups"),

@@ -48,7 +48,12 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         >>> F.pad(ember.ones(1, 2), (1, 1)).tolist()
         [[0.0, 1.0, 1.0, 0.0]]
     """
-    return _ops.pad(input, list(pad), mode, value)
+    pad = list(pad)
+    for i, p in enumerate(pad):
+        if not isinstance(p, int) and not hasattr(p, "__index__"):
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but "
+                            f"found element of type {type(p).__name__} at pos {i}")
+    return _ops.pad(input, [int(p) for p in pad], mode, value)
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
