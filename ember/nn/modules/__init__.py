@@ -11,6 +11,7 @@ from ember.nn.modules.conv import *  # noqa: F403
 from ember.nn.modules.distance import *  # noqa: F403
 from ember.nn.modules.dropout import *  # noqa: F403
 from ember.nn.modules.flatten import *  # noqa: F403
+from ember.nn.modules.lazy import *  # noqa: F403
 from ember.nn.modules.linear import *  # noqa: F403
 from ember.nn.modules.loss import *  # noqa: F403
 from ember.nn.modules.module import *  # noqa: F403
