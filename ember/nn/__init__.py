@@ -28,3 +28,7 @@ from ember.nn.modules.module import Module  # noqa: E402
 from ember.nn.parameter import Parameter  # noqa: E402
 
 __all__ = ["Module", "Parameter", "functional", "init", "utils"]
+
+from ember.nn.parameter import Buffer, UninitializedBuffer, UninitializedParameter  # noqa: E402
+
+__all__ += ["Buffer", "UninitializedBuffer", "UninitializedParameter"]

@@ -29,6 +29,7 @@ from ember.autograd.grad_mode import no_grad
 from ember.autograd.graph import RemovableHandle
 from ember.core import dtype as dt
 from ember.core.device import Device
+from ember.nn.parameter import Buffer, is_lazy
 from ember.tensor import Tensor
 from ember.tensor.parameter import Parameter
 
@@ -274,6 +275,10 @@ class Module:
                                 "(ember.nn.Module or None expected)")
             self._modules[name] = None
             self._bump()
+        elif isinstance(value, Buffer):  # ``nn.Buffer`` registers a buffer, with its persistence
+            if d.get("_buffers") is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self.register_buffer(name, value, getattr(value, "persistent", True))
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
@@ -678,6 +683,8 @@ class Module:
             error_msgs.append(f'While copying the parameter named "{key}", expected ember.Tensor '
                               f"or Tensor-like object from checkpoint but received "
                               f"{type(value)}")
+            return
+        if is_lazy(param):  # both uninitialized (a lazy hook materialised the other cases)
             return
         if value.shape != param.shape:
             error_msgs.append(f"size mismatch for {key}: copying a param with shape "
