@@ -38,6 +38,8 @@ __all__ = [
     "cosine_embedding_loss", "triplet_margin_loss", "soft_margin_loss", "multi_margin_loss",
     "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
 ]
+__all__ += ["rrelu_", "gumbel_softmax", "multilabel_margin_loss",
+            "triplet_margin_with_distance_loss"]
 
 
 # -- linear -----------------------------------------------------------------------------------
@@ -141,6 +143,16 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
     slope = input.detach().new_empty(input.shape).uniform_(lower, upper)
     out = where(input >= 0, input, input * slope)
     return input.copy_(out) if inplace else out
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
+    """In-place :func:`rrelu` (torch.nn.functional.rrelu_): ``input`` is overwritten and returned.
+
+    In training each negative element is scaled by a slope drawn from ``U(lower, upper)`` with
+    ember's generator; in evaluation by ``(lower + upper) / 2``.
+    """
+    return rrelu(input, lower, upper, training, True)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -270,6 +282,34 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     if dtype is not None:
         input = input.to(dtype)
     return nn_ops.softmax(-input, dim)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A sample from the Gumbel-softmax (concrete) distribution over ``dim``.
+
+    ``softmax((logits + g) / tau)`` with ``g = -log(E)``, ``E ~ Exp(1)`` drawn with ember's
+    generator, as torch.nn.functional.gumbel_softmax. With ``hard=True`` the forward value is the
+    exact one-hot of the soft sample's argmax while the gradient is the soft sample's
+    (straight-through: ``y_hard - y_soft.detach() + y_soft``). ``eps`` is deprecated and unused.
+
+    Shape: logits ``(*, C)`` (any shape); output as logits.
+
+    Example:
+        >>> import ember
+        >>> y = ember.nn.functional.gumbel_softmax(ember.zeros(2, 3), hard=True)
+        >>> y.sum(-1).tolist()
+        [1.0, 1.0]
+    """
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -logits.detach().new_empty(logits.shape).exponential_().log()  # ~Gumbel(0, 1)
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.detach().max(dim, keepdim=True)[1]
+    y_hard = logits.detach().new_zeros(logits.shape).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
@@ -1123,6 +1163,35 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     return _reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """``max(0, margin + d(a, p) - d(a, n))`` for a caller-chosen distance ``d``.
+
+    ``distance_function(x1, x2)`` returns a tensor of distances (default
+    :func:`pairwise_distance`); ``swap`` uses ``min(d(a, n), d(p, n))`` as the negative
+    distance. Mirrors torch.nn.functional.triplet_margin_with_distance_loss.
+
+    Raises:
+        ValueError: an unknown ``reduction`` or ``margin <= 0``.
+        RuntimeError: the three inputs differ in number of dimensions.
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.dim() == positive.dim() == negative.dim():
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {anchor.dim()}D, "
+                           f"positive {positive.dim()}D, and negative {negative.dim()}D inputs")
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = minimum(d_neg, dist(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-target * input))``."""
@@ -1148,6 +1217,54 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         z = z * weight.index_select(0, t).unsqueeze(1)
     not_target = arange(c).unsqueeze(0) != t.unsqueeze(1)
     loss = where(not_target, z, 0.0).sum(1) / c
+    if input.dim() < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def _check_multilabel(input: Tensor, target: Tensor) -> int:
+    """Validate multilabel_margin_loss's arguments; the number of classes ``C``."""
+    shape = list(input.shape)
+    if input.dim() > 2 or (input.dim() >= 1 and shape[-1] == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {shape}")
+    if target.shape != input.shape:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{shape}")
+    if target.dtype != dt.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    c = shape[-1] if input.dim() else 1
+    if target.numel() and ((target < -1) | (target >= c)).any().item():
+        raise RuntimeError("argument #2 'target' is out of range")
+    return c
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
+    """Multi-label hinge: ``sum_{j, i} max(0, 1 - (x[y_j] - x[i])) / C`` per sample.
+
+    ``y_j`` runs over the leading target entries up to the first ``-1``; ``i`` over the classes
+    that are not targets. A repeated target counts once per repetition, as in torch.
+
+    Shape: input ``(C)`` or ``(N, C)``; target the same shape, int64; output ``()`` or ``(N)``
+    with ``reduction='none'``, else ``()``.
+
+    Raises:
+        RuntimeError: a 3-d or empty-class input, a target of another shape or dtype, or a
+            target value outside ``[-1, C)``.
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    c = _check_multilabel(input, target)
+    x = input.reshape(-1, c)                                     # (N, C)
+    t = target.reshape(-1, c)                                    # (N, K=C)
+    valid = (t == -1).cumsum(1) == 0                             # before the first -1
+    safe_t = where(valid, t, 0)
+    hit = (safe_t.unsqueeze(2) == arange(c)) & valid.unsqueeze(2)  # (N, K, C)
+    is_target = hit.any(1)                                       # (N, C)
+    xt = x.gather(1, safe_t)                                     # (N, K)
+    z = (1 - xt.unsqueeze(2) + x.unsqueeze(1)).relu()            # (N, K, C); no grad at 0
+    keep = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
+    loss = where(keep, z, 0.0).sum((1, 2)) / c                   # (N,)
     if input.dim() < 2:
         loss = loss.reshape(())
     return _reduce(loss, reduction)

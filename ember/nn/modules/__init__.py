@@ -5,6 +5,7 @@ layer never needs an edit to this file beyond a new family.
 """
 
 from ember.nn.modules.activation import *  # noqa: F403
+from ember.nn.modules.adaptive import *  # noqa: F403
 from ember.nn.modules.batchnorm import *  # noqa: F403
 from ember.nn.modules.container import *  # noqa: F403
 from ember.nn.modules.conv import *  # noqa: F403

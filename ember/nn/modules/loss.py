@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ember.nn.functional import _core as F
 from ember.nn.functional.ctc import ctc_loss
+from ember.nn.modules.distance import PairwiseDistance
 from ember.nn.modules.module import Module
 from ember.tensor import Tensor
 
@@ -16,6 +17,7 @@ __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEn
            "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "SoftMarginLoss",
            "MultiMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss"]
 __all__ += ["CTCLoss"]
+__all__ += ["MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
 
 
 class _Loss(Module):
@@ -199,6 +201,32 @@ class TripletMarginLoss(_Loss):
                                      eps=self.eps, swap=self.swap, reduction=self.reduction)
 
 
+class TripletMarginWithDistanceLoss(_Loss):
+    """``max(0, margin + d(a, p) - d(a, n))`` with a caller-chosen distance ``d``.
+
+    ``distance_function`` defaults to a :class:`PairwiseDistance` module (registered as a child,
+    as in torch.nn.TripletMarginWithDistanceLoss); the arguments are keyword-only.
+
+    Raises:
+        ValueError: ``margin <= 0``.
+    """
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function = (distance_function if distance_function is not None
+                                  else PairwiseDistance())
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
 class SoftMarginLoss(_Loss):
     """``log(1 + exp(-y * x))``."""
 
@@ -219,6 +247,20 @@ class MultiMarginLoss(_WeightedLoss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
                                    weight=self.weight, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge loss over the target indices before the first ``-1``.
+
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[0.1, 0.2, 0.4, 0.8]])
+        >>> round(ember.nn.MultiLabelMarginLoss()(x, ember.tensor([[3, 0, -1, 1]])).item(), 4)
+        0.85
+    """
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
