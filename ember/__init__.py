@@ -10,6 +10,7 @@ from ember import linalg as linalg
 from ember import nn as nn
 from ember import ops as ops
 from ember import optim as optim
+from ember import random as random
 from ember import serialization as serialization
 from ember import utils as utils
 from ember.autograd.grad_mode import (

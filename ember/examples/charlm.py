@@ -219,7 +219,8 @@ def configure_checkpointing(args: argparse.Namespace, model: GPT, corpus: CharCo
     if args.memory_budget is not None:
         gen = ember.Generator().manual_seed(args.seed)
         x, _ = get_batch(corpus.train, args.batch_size, model.cfg.block_size, gen)
-        with ember.no_grad():  # the blocks' input: (B, T) -> (B, T, C)
+        # the blocks' input, (B, T) -> (B, T, C); its dropout draw must not shift training's
+        with ember.no_grad(), ember.random.fork_rng():
             h = model.drop(model.wte(x) + model.wpe(ember.arange(x.shape[1])))
         p = plan(blocks, h, int(args.memory_budget * 2**20))
         apply_plan(model, p)

@@ -138,3 +138,39 @@ def test_grad_accumulation_without_scaling_differs():
         b(xb, xb)[1].backward()
     ga, gb = a.wte.weight.grad.numpy(), b.wte.weight.grad.numpy()
     np.testing.assert_allclose(gb, 2 * ga, rtol=1e-10, atol=1e-14)
+
+
+CKPT = TINY + ["--layers", "3", "--dropout", "0.1", "--steps", "3", "--eval-iters", "1",
+               "--sample-chars", "4"]
+
+
+def _block_budget_mib(checkpointed_fraction: float) -> float:
+    """A ``--memory-budget`` between the planner's all-checkpointed and plain peaks."""
+    from ember.utils.checkpoint import plan
+    cfg = GPTConfig(vocab_size=103, block_size=16, n_layer=3, n_head=2, n_embd=32, dropout=0.1)
+    model = GPT(cfg)
+    p = plan(list(model.blocks), ember.randn(4, 16, 32), 1 << 40)
+    lowest = p.peak_for(range(3))
+    return (lowest + checkpointed_fraction * (p.plain_peak - lowest)) / 2**20
+
+
+@pytest.mark.parametrize("flags", [["--checkpoint-activations"],
+                                   ["--memory-budget", "mid"]], ids=["every-block", "planner"])
+def test_activation_checkpointing_trains_exactly_as_without(flags, tmp_path):
+    """Dropout on: the recomputation replays the masks, so losses and weights are identical."""
+    if flags[-1] == "mid":
+        flags = ["--memory-budget", repr(_block_budget_mib(0.5))]
+    plain = charlm.main(CKPT + ["--out", str(tmp_path / "plain.pt")])
+    ckpt = charlm.main(CKPT + flags + ["--out", str(tmp_path / "ckpt.pt")])
+    assert ckpt["train"] == plain["train"] and ckpt["final_val"] == plain["final_val"]
+    wrapped = [type(b.__dict__.get("forward")).__name__ for b in ckpt["model"].blocks]
+    assert "_CheckpointedForward" in wrapped
+    if flags[0] == "--memory-budget":
+        assert wrapped.count("_CheckpointedForward") < 3
+    for k, v in plain["model"].state_dict().items():
+        np.testing.assert_array_equal(ckpt["model"].state_dict()[k].numpy(), v.numpy())
+
+
+def test_memory_budget_below_the_smallest_peak_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="below the smallest achievable peak"):
+        charlm.main(CKPT + ["--memory-budget", "0.001", "--out", str(tmp_path / "x.pt")])

@@ -572,3 +572,19 @@ def test_draw_tapes_stack():
 
 def same_array(a, b) -> bool:
     return a.shape == b.shape and bool((a == b).all())
+
+
+def test_random_namespace_mirrors_torch_random():
+    """``ember.random`` holds what ``torch.random`` does, sharing the default generator."""
+    import torch
+
+    for name in ("fork_rng", "get_rng_state", "set_rng_state", "manual_seed", "seed",
+                 "initial_seed", "default_generator"):
+        assert hasattr(torch.random, name) and hasattr(ember.random, name), name
+    assert ember.random.manual_seed(7) is ember.random.default_generator
+    assert ember.random.initial_seed() == 7
+    before = ember.rand(3)
+    ember.random.manual_seed(7)
+    with ember.random.fork_rng():
+        ember.rand(100)
+    np.testing.assert_array_equal(ember.rand(3).numpy(), before.numpy())
