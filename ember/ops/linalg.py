@@ -25,7 +25,7 @@ from ember.tensor import Tensor
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "addmv",
            "addbmm", "baddbmm", "einsum", "tensordot", "kron", "det", "logdet", "slogdet",
-           "inverse", "matrix_power"]
+           "inverse", "matrix_power", "matrix_exp", "orgqr", "geqrf"]
 
 
 class LinAlgError(RuntimeError):
@@ -1376,3 +1376,166 @@ def _linalg_matrix_power_backward(ctx, grad):
 def matrix_power(input, n):
     """Alias of ``ember.linalg.matrix_power`` (``torch.matrix_power``)."""
     return linalg_matrix_power(input, n)
+
+
+# -- matrix exponential and Householder reflectors (composites) --------------------------------
+# NOTE [matrix_exp by scaling and squaring]
+# exp(A) = exp(A / 2^s)^(2^s): ``s`` is chosen so that ||A / 2^s||_1 <= 1/2, where a Taylor
+# polynomial of degree 18 (float64) or 12 (lower precisions) is below the dtype's rounding;
+# the polynomial is evaluated by Horner's rule and then squared ``s`` times. Being made of
+# matmuls and adds, it is differentiable (to any order) with no rule of its own; the gradient
+# is the exact gradient of the approximant, accurate to the same precision. ``s`` is read from
+# the data (one host sync), as any adaptive matrix_exp must.
+_EXPM_THETA = 0.5
+
+
+def _expm_squarings(A: Tensor) -> int:
+    if A.numel() == 0 or A.device.type == "meta":
+        return 0
+    norm = A.detach().abs().sum(-2).max().item()  # the largest 1-norm in the batch
+    if not math.isfinite(norm):
+        return 0
+    return max(0, math.ceil(math.log2(norm / _EXPM_THETA))) if norm > _EXPM_THETA else 0
+
+
+@composite("matrix_exp(Tensor self) -> Tensor")
+def matrix_exp(input):
+    """The matrix exponential ``sum_k A^k / k!`` of each square matrix (``torch.matrix_exp``).
+
+    Computed by scaling and squaring over a Taylor polynomial (NOTE [matrix_exp by scaling and
+    squaring]); differentiable.
+
+    Shape: ``(*, n, n) -> (*, n, n)``.
+
+    Example:
+        >>> import ember
+        >>> ember.matrix_exp(ember.zeros(2, 2)).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    _square("linalg.matrix_exp", input)
+    if not input._dtype.is_floating_point:
+        raise RuntimeError("linalg.matrix_exp: Expected a floating point or complex tensor as "
+                           f"input. Got {_tn(input)}")
+    s = _expm_squarings(input)
+    B = input / (2.0 ** s) if s else input
+    eye = _lib().eye(input.shape[-1], dtype=input.dtype, device=input.device)
+    degree = 18 if input._dtype is dt.float64 else 12
+    P = eye + B / degree
+    for k in range(degree - 1, 0, -1):
+        P = eye + matmul(B, P) / k
+    for _ in range(s):
+        P = matmul(P, P)
+    return P
+
+
+@composite("linalg_matrix_exp(Tensor A) -> Tensor", method=False)
+def linalg_matrix_exp(A):
+    """Alias of :func:`matrix_exp` (``torch.linalg.matrix_exp``)."""
+    return matrix_exp(A)
+
+
+def _householder_checks(input: Tensor, tau: Tensor) -> None:
+    name = "torch.linalg.householder_product"
+    if input.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if input.shape[-2] < input.shape[-1]:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if input.shape[-1] < tau.shape[-1]:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if tau.ndim != input.ndim - 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {tau.ndim} and input.ndim is equal to {input.ndim}")
+    if tuple(tau.shape[:-1]) != tuple(input.shape[:-2]):
+        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
+    if tau._dtype is not input._dtype:
+        raise RuntimeError(f"{name}: tau dtype {_tn(tau)} does not match input dtype "
+                           f"{_tn(input)}")
+    if input._dtype not in (dt.float32, dt.float64):
+        raise _not_implemented("orgqr_cpu", input)
+
+
+@composite("linalg_householder_product(Tensor input, Tensor tau) -> Tensor", method=False)
+def linalg_householder_product(input, tau):
+    """The first ``n`` columns of ``H_1 H_2 ... H_k`` with ``H_i = I - tau_i v_i v_i^T``
+    (``torch.linalg.householder_product``); ``v_i`` is column ``i`` of ``input`` below the
+    diagonal, with an implicit 1 on it (LAPACK's ``orgqr``). Differentiable.
+
+    Shape: ``input (*, m, n)``, ``tau (*, k)`` with ``m >= n >= k`` -> ``(*, m, n)``.
+
+    Example:
+        >>> import ember
+        >>> ember.linalg_householder_product(ember.zeros(2, 2), ember.tensor([2.0, 0.0])).tolist()
+        [[-1.0, 0.0], [0.0, 1.0]]
+    """
+    _householder_checks(input, tau)
+    m, n = input.shape[-2:]
+    lib = _lib()
+    eye = lib.eye(m, n, dtype=input.dtype, device=input.device)
+    V = input.tril(-1) + eye  # (*, m, n): the reflectors, unit diagonal
+    Q = lib.zeros_like(input) + eye  # (*, m, n)
+    for i in range(tau.shape[-1] - 1, -1, -1):  # Q = H_i Q, innermost reflector first
+        v = V[..., i:i + 1]  # (*, m, 1)
+        t = tau[..., i:i + 1].unsqueeze(-1)  # (*, 1, 1)
+        Q = Q - matmul(v * t, matmul(v.mT, Q))
+    return Q
+
+
+@composite("orgqr(Tensor self, Tensor input2) -> Tensor")
+def orgqr(input, tau):
+    """Alias of :func:`linalg_householder_product` (``torch.orgqr``)."""
+    return linalg_householder_product(input, tau)
+
+
+GeqrfResult = namedtuple("geqrf", ["a", "tau"])
+
+
+def _reflector(x: Tensor):
+    """LAPACK's ``larfg`` for the columns ``x`` (*, p): ``(beta, tau, v_tail)`` with
+    ``(I - tau v v^T) x = beta e_1``, ``v = (1, v_tail)``; no reflection (tau 0) when the tail
+    of ``x`` is already zero."""
+    lib = _lib()
+    alpha, tail = x[..., 0], x[..., 1:]
+    tail_sq = (tail * tail).sum(-1)
+    keep = tail_sq == 0
+    norm = (alpha * alpha + tail_sq).sqrt()
+    beta = lib.where(alpha >= 0, -norm, norm)
+    safe_beta = lib.where(keep, 1.0, beta)
+    tau = lib.where(keep, 0.0, (beta - alpha) / safe_beta)
+    scale = 1.0 / lib.where(keep, 1.0, alpha - beta)  # the tail is zero where ``keep``
+    return lib.where(keep, alpha, beta), tau, tail * scale.unsqueeze(-1)
+
+
+@composite("geqrf(Tensor self) -> (Tensor a, Tensor tau)")
+def geqrf(input):
+    """QR decomposition in LAPACK's compact form (``torch.geqrf``): ``R`` on and above the
+    diagonal of ``a``, the Householder vectors below it, their scales in ``tau``; feed both to
+    :func:`linalg_householder_product` for ``Q``. Not differentiable (as in torch): the
+    outputs never require grad.
+
+    Shape: ``(*, m, n) -> a (*, m, n), tau (*, min(m, n))``.
+    """
+    if input.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if input._dtype not in (dt.float32, dt.float64):
+        raise _not_implemented("geqrf_cpu", input)
+    from ember.autograd.grad_mode import no_grad
+
+    m, n = input.shape[-2:]
+    k = min(m, n)
+    with no_grad():
+        A = input.clone()
+        taus = []
+        for j in range(k):
+            beta, tau, v_tail = _reflector(A[..., j:, j])
+            v = _lib().cat([_lib().ones_like(beta).unsqueeze(-1), v_tail], -1)  # (*, m - j)
+            rest = A[..., j:, j + 1:]  # (*, m - j, n - j - 1)
+            w = matmul(v.unsqueeze(-2), rest)  # (*, 1, n - j - 1)
+            A[..., j:, j + 1:] = rest - (tau.unsqueeze(-1) * v).unsqueeze(-1) * w
+            A[..., j, j] = beta
+            A[..., j + 1:, j] = v_tail
+            taus.append(tau)
+        tau = _lib().stack(taus, -1) if taus else input.new_zeros(input.shape[:-2] + (0,))
+    return GeqrfResult(A, tau)
