@@ -1467,7 +1467,8 @@ def linalg_householder_product(input, tau):
 
     Example:
         >>> import ember
-        >>> ember.linalg_householder_product(ember.zeros(2, 2), ember.tensor([2.0, 0.0])).tolist()
+        >>> import ember.ops.linalg as la
+        >>> la.linalg_householder_product(ember.zeros(2, 2), ember.tensor([2.0, 0.0])).tolist()
         [[-1.0, 0.0], [0.0, 1.0]]
     """
     _householder_checks(input, tau)
