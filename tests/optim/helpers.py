@@ -70,13 +70,14 @@ def np_of(t) -> np.ndarray:
     return t.detach().numpy()
 
 
-def assert_params_close(ours, theirs, dtype=np.float32) -> None:
+def assert_params_close(ours, theirs, dtype=np.float32, tol=None) -> None:
     for p, q in zip(ours, theirs):
-        np.testing.assert_allclose(np_of(p), np_of(q), **TOL[dtype])
+        np.testing.assert_allclose(np_of(p), np_of(q), **(tol or TOL[dtype]))
 
 
-def assert_state_close(ember_opt, torch_opt, dtype=np.float32) -> None:
-    """Same per-parameter state (keys, dtypes, values) and the same group options."""
+def assert_state_close(ember_opt, torch_opt, dtype=np.float32, tol=None) -> None:
+    """Same per-parameter state (keys, dtypes, values) and the same group options; ``tol``
+    replaces the dtype's default tolerances."""
     ours, theirs = ember_opt.state_dict(), torch_opt.state_dict()
     assert ours["state"].keys() == theirs["state"].keys()
     for idx, st in theirs["state"].items():
@@ -87,7 +88,7 @@ def assert_state_close(ember_opt, torch_opt, dtype=np.float32) -> None:
                 assert isinstance(mine, ember.Tensor), key
                 assert tuple(mine.shape) == tuple(value.shape), key
                 assert str(mine.dtype).split(".")[-1] == str(value.dtype).split(".")[-1], key
-                np.testing.assert_allclose(np_of(mine), np_of(value), **TOL[dtype],
+                np.testing.assert_allclose(np_of(mine), np_of(value), **(tol or TOL[dtype]),
                                            err_msg=f"state {idx}.{key}")
             else:
                 assert mine == value, key
