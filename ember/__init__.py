@@ -3,6 +3,7 @@
 This module only re-exports the torch-like namespace; DESIGN.md describes the layers.
 """
 
+from ember import amp as amp
 from ember import autograd as autograd
 from ember import backends as _backends  # noqa: F401  (registers kernels)
 from ember import library as library
@@ -43,6 +44,18 @@ from ember.core.dtype import (
     uint8,
 )
 from ember.core.dtype import bool_ as bool  # noqa: A001
+from ember.dispatch.autocast import (
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from ember.errors import OutOfMemoryError
 from ember.ops._promotion import result_type
 from ember.ops.conv import *  # noqa: F403
@@ -52,6 +65,7 @@ from ember.ops.linalg import *  # noqa: F403
 from ember.ops.nn_ops import *  # noqa: F403
 from ember.ops.numeric import *  # noqa: F403
 from ember.ops.pointwise import *  # noqa: F403
+from ember.ops.pooling import *  # noqa: F403
 from ember.ops.random import *  # noqa: F403
 from ember.ops.reduction import *  # noqa: F403
 from ember.ops.scatter_gather import *  # noqa: F403

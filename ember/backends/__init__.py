@@ -1,3 +1,4 @@
-"""L7: backends register kernels into the dispatcher: ``cpu`` (NumPy) and ``meta`` (shapes)."""
+"""L7: backends register kernels into the dispatcher: ``cpu`` (NumPy), ``meta`` (shapes) and
+``autocast`` (mixed-precision casting policies)."""
 
-from ember.backends import cpu, meta  # noqa: F401  (registration happens on import)
+from ember.backends import autocast, cpu, meta  # noqa: F401  (registration happens on import)

@@ -19,7 +19,9 @@ A recomputation belongs to one backward pass: a ``queue_callback`` forgets it at
 second backward (``retain_graph=True``) recomputes again. With the RNG state preserved, the
 segment's bernoulli draws (dropout masks) go on a ``DrawTape`` in forward, one bit per element,
 and the recomputation replays them instead of running the generator again (NOTE [Replayed
-draws] in ``ember.tensor.random``): the masks are the same, only cheaper.
+draws] in ``ember.tensor.random``): the masks are the same, only cheaper. The recomputation
+also re-enters the CPU autocast state the forward ran in, so a segment run under ``autocast``
+recomputes in the same dtypes even when backward runs outside the region.
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ from ember.autograd.engine import is_checkpoint_valid, queue_callback
 from ember.autograd.function import Function
 from ember.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ember.autograd.graph import saved_tensors_hooks
+from ember.dispatch.autocast import (
+    autocast,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+)
 from ember.dispatch.dispatcher import Operator
 from ember.dispatch.modes import DispatchMode
 from ember.tensor import Tensor
@@ -99,6 +107,13 @@ def _tape(preserve_rng_state: bool) -> DrawTape | None:
     """A tape for a checkpoint's draws: only a recomputation from the same RNG state can
     replay them."""
     return DrawTape() if preserve_rng_state and _replay_draws else None
+
+
+def _autocast_now() -> autocast:
+    """A context manager that re-enters the CPU autocast state of this moment (torch keeps
+    the forward's autocast state for the recomputation too)."""
+    return autocast("cpu", dtype=get_autocast_dtype("cpu"), enabled=is_autocast_enabled("cpu"),
+                    cache_enabled=is_autocast_cache_enabled())
 
 
 def _taping(tape: DrawTape | None, replay: bool):
@@ -259,6 +274,7 @@ class _ReentrantCheckpoint(Function):
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
         ctx.rng_state = get_rng_state() if preserve_rng_state else None
+        ctx.autocast = _autocast_now()
         ctx.tape = _tape(preserve_rng_state)
         ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
         ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
@@ -277,7 +293,7 @@ class _ReentrantCheckpoint(Function):
             if ctx.preserve_rng_state:
                 set_rng_state(ctx.rng_state)
             detached = [_detach_keep_flag(a) for a in inputs]
-            with enable_grad(), _taping(ctx.tape, replay=True):
+            with enable_grad(), ctx.autocast, _taping(ctx.tape, replay=True):
                 outputs = ctx.run_function(*detached)
         if isinstance(outputs, Tensor):
             outputs = (outputs,)
@@ -468,6 +484,7 @@ def _checkpoint_non_reentrant(function, args, kwargs, context_fn, determinism_ch
     if not is_grad_enabled():
         return function(*args, **kwargs)
     rng_state = get_rng_state() if preserve_rng_state else None
+    forward_autocast = _autocast_now()
     tape = _tape(preserve_rng_state)
     versions = [(t, t._version) for t in (*args, *kwargs.values()) if isinstance(t, Tensor)]
 
@@ -476,7 +493,7 @@ def _checkpoint_non_reentrant(function, args, kwargs, context_fn, determinism_ch
         with fork_rng(enabled=preserve_rng_state):
             if preserve_rng_state:
                 set_rng_state(rng_state)
-            with recompute_ctx, _taping(tape, replay=True):
+            with recompute_ctx, forward_autocast, _taping(tape, replay=True):
                 function(*args, **kwargs)
 
     stop = _early_stop_override if _early_stop_override is not None else early_stop

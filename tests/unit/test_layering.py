@@ -25,7 +25,7 @@ LAYERS = {
     "autograd": 5,
     "ops": 6,
     "backends": 7,
-    "nn": 8, "optim": 8, "utils": 8, "serialization": 8, "testing": 8,
+    "nn": 8, "optim": 8, "utils": 8, "serialization": 8, "testing": 8, "amp": 8,
     "compiler": 9, "distributed": 9,
 }
 # Siblings in these layers never import one another (L0 siblings may).

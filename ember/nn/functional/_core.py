@@ -16,6 +16,7 @@ import warnings
 
 import ember.ops.nn_ops as nn_ops
 from ember.autograd.grad_mode import is_grad_enabled, no_grad
+from ember.backends.autocast import autocast_function
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, canonical_dim
 from ember.ops.creation import arange, ones_like, zeros
@@ -43,6 +44,7 @@ __all__ += ["rrelu_", "gumbel_softmax", "multilabel_margin_loss",
 
 
 # -- linear -----------------------------------------------------------------------------------
+@autocast_function("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``.
 
@@ -120,6 +122,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, True)
 
 
+@autocast_function("lower")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """Leaky ReLU with a learned slope: one value, or one per channel (dim 1).
 
@@ -879,6 +882,7 @@ def _check_target_size(name: str, input: Tensor, target: Tensor) -> None:
                       "to broadcasting. Please ensure they have the same size.", stacklevel=3)
 
 
+@autocast_function("fp32")
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Squared error ``(input - target)^2``, reduced.
@@ -897,6 +901,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce(loss, reduction)
 
 
+@autocast_function("fp32")
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Absolute error ``|input - target|``, reduced."""
@@ -908,6 +913,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce(loss, reduction)
 
 
+@autocast_function("fp32")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """Quadratic below ``beta`` (``0.5 d^2 / beta``), linear above (``|d| - 0.5 beta``)."""
@@ -922,6 +928,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     return _reduce(loss, reduction)
 
 
+@autocast_function("fp32")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """Quadratic below ``delta`` (``0.5 d^2``), linear above (``delta (|d| - 0.5 delta)``)."""
@@ -933,6 +940,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _reduce(loss, reduction)
 
 
+@autocast_function("fp32")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``-(t log x + (1 - t) log(1 - x))`` with logs clamped at -100 (as torch)."""
@@ -951,6 +959,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(loss, reduction)
 
 
+@autocast_function("fp32")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean",
@@ -974,6 +983,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     return _reduce(loss, reduction)
 
 
+@autocast_function("fp32")
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """Pointwise KL divergence ``target * (log target - input)`` (``input`` is log-probs)."""
@@ -1030,6 +1040,7 @@ def _nll_parts(input, target, weight, ignore_index):
     return -picked * w, w
 
 
+@autocast_function("fp32")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of class indices given log-probabilities ``input``.
@@ -1046,6 +1057,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return _reduce(loss, reduction)
 
 
+@autocast_function("fp32")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -1107,6 +1119,7 @@ def _soft_cross_entropy(logp, target, weight, ignore_index, reduction, ls, class
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+@autocast_function("fp32")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``max(0, -target * (input1 - input2) + margin)``."""
@@ -1119,6 +1132,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return _reduce(loss, reduction)
 
 
+@autocast_function("fp32")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``x`` where target is 1, ``max(0, margin - x)`` where target is -1."""
@@ -1128,6 +1142,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
     return _reduce(margin_part + self_part, reduction)
 
 
+@autocast_function("fp32")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1."""
@@ -1146,6 +1161,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     return _reduce(pos + neg, reduction)
 
 
+@autocast_function("fp32")
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None,
@@ -1192,6 +1208,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
 
 
+@autocast_function("fp32")
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-target * input))``."""
@@ -1199,6 +1216,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     return _reduce((-target * input).exp().log1p(), reduction)
 
 
+@autocast_function("fp32")
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Tensor | None = None, size_average=None, reduce=None,
                       reduction: str = "mean") -> Tensor:
@@ -1239,6 +1257,7 @@ def _check_multilabel(input: Tensor, target: Tensor) -> int:
     return c
 
 
+@autocast_function("fp32")
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                            reduction: str = "mean") -> Tensor:
     """Multi-label hinge: ``sum_{j, i} max(0, 1 - (x[y_j] - x[i])) / C`` per sample.
@@ -1282,6 +1301,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
     return _reduce(loss, reduction)
 
 
+@autocast_function("fp32")
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average=None, eps: float = 1e-8, reduce=None,
                      reduction: str = "mean") -> Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ember.backends.autocast import autocast_function
 from ember.core import dtype as dt
 from ember.nn.functional._core import dropout, linear, softmax
 from ember.ops.creation import ones, zeros
@@ -63,6 +64,7 @@ def _gqa(query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
             repeat_interleave(value, hq // hv, dim=-3))
 
 
+@autocast_function("lower")
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from ember.autograd.function import Function
+from ember.backends.autocast import autocast_function
 from ember.core import dtype as dt
 from ember.ops.creation import arange, full, tensor
 from ember.ops.pointwise import where
@@ -33,6 +34,7 @@ _INF = math.inf
 _FROM = " (while checking arguments for ctc_loss_allocate_outputs)"
 
 
+@autocast_function("fp32")
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
              blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """Connectionist temporal classification loss (``torch.nn.functional.ctc_loss``).

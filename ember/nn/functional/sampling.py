@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from ember.backends.autocast import autocast_function
 from ember.core import dtype as dt
 from ember.ops.creation import linspace, ones, zeros
 from ember.ops.linalg import matmul
@@ -196,6 +197,7 @@ def _check_sample_args(input: Tensor, grid: Tensor, mode: str) -> None:
                            f"{grid.dtype}; input and grid must have the same dtype")
 
 
+@autocast_function("fp32")
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Sample ``input`` at the normalized locations in ``grid`` (``torch.nn.functional``).
