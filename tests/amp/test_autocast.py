@@ -243,7 +243,6 @@ def test_leaf_weight_casts_are_cached_within_the_region():
         nonleaf = w * 1
         c, d = x @ nonleaf, x @ nonleaf
         assert c.grad_fn.next_functions[1][0] is not d.grad_fn.next_functions[1][0]
-        xa, xb = x @ x.t(), x @ x.t()  # x does not require grad: never cached
     with ember.autocast("cpu"):
         e = x @ w
     assert e.grad_fn.next_functions[1][0] is not cast_a  # cleared at the region's exit
@@ -274,7 +273,7 @@ def test_regions_nest_restore_state_and_work_as_decorators():
 
     assert f(a).dtype is ember.bfloat16 and (a @ a).dtype is ember.float32
     with pytest.raises(ZeroDivisionError), ember.autocast("cpu"):
-        1 / 0
+        raise ZeroDivisionError
     assert not ember.is_autocast_enabled("cpu") and (a @ a).dtype is ember.float32
     ds = dispatch_state()
     assert not ds.included >> ember.dispatch.DispatchKey.AutocastCPU & 1
