@@ -65,6 +65,7 @@ from ember.ops.linalg import *  # noqa: F403
 from ember.ops.nn_ops import *  # noqa: F403
 from ember.ops.numeric import *  # noqa: F403
 from ember.ops.pointwise import *  # noqa: F403
+from ember.ops.pooling import *  # noqa: F403
 from ember.ops.random import *  # noqa: F403
 from ember.ops.reduction import *  # noqa: F403
 from ember.ops.scatter_gather import *  # noqa: F403

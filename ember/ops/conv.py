@@ -1,33 +1,32 @@
-"""Convolution, pooling, padding, im2col/col2im and resampling operators.
+"""Convolution, padding, im2col/col2im and resampling operators, and the geometry helpers
+(output sizes, argument normalisation, dtype checks) that the pooling family shares.
 
 Each primitive is declared once: schema, Meta rule (validation with PyTorch's messages, output
-Spec) and derivative rule. The CPU kernels live in ``ember.backends.cpu.conv``.
+Spec) and derivative rule. The CPU kernels live in ``ember.backends.cpu.conv``; pooling is
+declared in ``ember.ops.pooling``.
 
 NOTE [Adjoint pairs]
-Most operators here are linear in their tensor input (pooling by averaging, padding, im2col,
-resampling) or bilinear (convolution). Each linear op ``F`` comes with a private op ``F^T``
-(``_avg_pool_backward``, ``_pad_backward``, ``col2im`` for ``im2col`` ...): the derivative of
-``F`` is ``F^T`` and the derivative of ``F^T`` is ``F`` again, so gradients of any order are
-ember ops. Convolution's input gradient is a transposed convolution; its weight gradient is
-``_conv_weight_grad`` (bilinear in input and grad_output), whose own derivatives are
+Most operators here and in ``ember.ops.pooling`` are linear in their tensor input (average
+pooling, padding, im2col, resampling) or bilinear (convolution). Each linear op ``F`` comes with
+a private op ``F^T`` (``_avg_pool_backward``, ``_pad_backward``, ``col2im`` for ``im2col`` ...):
+the derivative of ``F`` is ``F^T`` and the derivative of ``F^T`` is ``F`` again, so gradients of
+any order are ember ops. Convolution's input gradient is a transposed convolution; its weight
+gradient is ``_conv_weight_grad`` (bilinear in input and grad_output), whose own derivatives are
 convolutions. Max pooling's backward scatters through the saved indices; its derivative
-gathers through them.
+gathers through them (NOTE [Pooling indices]).
 
-The file is longer than 800 lines because the family shares its geometry helpers (output
-sizes, argument normalisation) between a dozen declarations; splitting it would duplicate them.
+Convolution is N-d throughout (1-3 spatial dims share every declaration and kernel).
 """
 
 from __future__ import annotations
 
 from ember.core import dtype as dt
 from ember.ops._define import Spec, derivative, operator
-from ember.ops.scatter_gather import gather
 from ember.tensor import Tensor
 
 # torch's top-level names; the rest (torch._C._nn's) are reached as ``ember.ops.conv.<name>``
-__all__ = ["convolution", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
-           "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d",
-           "adaptive_avg_pool1d", "adaptive_max_pool1d", "constant_pad_nd"]
+__all__ = ["convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "constant_pad_nd"]
 
 _LEGACY = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
            "int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long",
@@ -102,7 +101,16 @@ def _check_conv_params(stride, padding, dilation, groups) -> None:
         raise RuntimeError("non-positive groups is not supported")
 
 
-def _check_conv_dtypes(input: Tensor, weight: Tensor, bias) -> None:
+def _conv_kernel_name(nd: int, transposed: bool, dilation) -> str:
+    """The name PyTorch's CPU kernel gives in dtype errors."""
+    if transposed:
+        return f"slow_conv_transpose{max(nd, 2)}d_out_cpu"
+    if any(d != 1 for d in dilation):
+        return "slow_conv_dilated<>"
+    return "compute_columns3d" if nd == 3 else "slow_conv2d_cpu"
+
+
+def _check_conv_dtypes(input: Tensor, weight: Tensor, bias, kernel: str) -> None:
     if input._dtype is not weight._dtype:
         raise RuntimeError(f"Input type ({_tensor_type(input)}) and weight type "
                            f"({_tensor_type(weight)}) should be the same or input should be a "
@@ -110,7 +118,7 @@ def _check_conv_dtypes(input: Tensor, weight: Tensor, bias) -> None:
     if bias is not None and bias._dtype is not input._dtype:
         raise RuntimeError(f"Input type ({input._dtype.scalar_name.lower()}) and bias type "
                            f"({bias._dtype.scalar_name.lower()}) should be the same")
-    _not_bool("slow_conv2d_cpu", input)
+    _not_bool(kernel, input)
 
 
 def _check_conv_channels(input, weight, bias, transposed: bool, groups: int) -> int:
@@ -186,7 +194,7 @@ def _op_msg(op, s, d) -> str:
           "SymInt groups) -> Tensor", method=False)
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
                 groups):
-    """N-d (1-d or 2-d spatial) convolution or transposed convolution (``torch.convolution``).
+    """N-d (1-3 spatial dims) convolution or transposed convolution (``torch.convolution``).
 
     Args:
         input: ``(N, C_in, *spatial)``.
@@ -218,7 +226,7 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
                                   ("dilation", dilation)))
     output_padding = expand_param("output_padding", output_padding, nd)
     _check_conv_params(stride, padding, dilation, groups)
-    _check_conv_dtypes(input, weight, bias)
+    _check_conv_dtypes(input, weight, bias, _conv_kernel_name(nd, transposed, dilation))
     out_c = _check_conv_channels(input, weight, bias, transposed, groups)
     out = _conv_spatial(input, weight._shape[2:], stride, padding, dilation, transposed,
                         output_padding)
@@ -357,6 +365,21 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _conv_nd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """3-d convolution over ``(N, C_in, T, H, W)`` or unbatched ``(C_in, T, H, W)``
+    (``torch.conv3d``); ``padding`` as :func:`conv2d`.
+
+    Shape: weight ``(C_out, C_in / groups, kT, kH, kW)`` -> ``(N, C_out, T_out, H_out, W_out)``.
+
+    Example:
+        >>> import ember
+        >>> ember.conv3d(ember.ones(1, 2, 4, 5, 6), ember.ones(3, 2, 3, 3, 3), padding=1).shape
+        ember.Size([1, 3, 4, 5, 6])
+    """
+    return _conv_nd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
 def _conv_transpose_nd(name, nd, input, weight, bias, stride, padding, output_padding, groups,
                        dilation):
     if input.ndim not in (nd + 1, nd + 2):
@@ -400,6 +423,22 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         ember.Size([1, 1, 4, 4])
     """
     return _conv_transpose_nd("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                              output_padding, groups, dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """3-d transposed convolution (``torch.conv_transpose3d``), the adjoint of ``conv3d``.
+
+    Shape: input ``(N, C_in, T, H, W)``, weight ``(C_in, C_out / groups, kT, kH, kW)`` ->
+    ``(N, C_out, T_out, H_out, W_out)``.
+
+    Example:
+        >>> import ember
+        >>> ember.conv_transpose3d(ember.ones(1, 2, 2, 2, 2), ember.ones(2, 1, 2, 2, 2)).shape
+        ember.Size([1, 1, 3, 3, 3])
+    """
+    return _conv_transpose_nd("conv_transpose3d", 3, input, weight, bias, stride, padding,
                               output_padding, groups, dilation)
 
 
@@ -504,330 +543,6 @@ def _im2col_backward(ctx, grad):
 @derivative(col2im)
 def _col2im_backward(ctx, grad):
     return im2col(grad, ctx.kernel_size, ctx.dilation, ctx.padding, ctx.stride)
-
-
-# -- pooling ----------------------------------------------------------------------------------
-def _pool_params(name: str, kernel_size, stride, padding, dilation=1):
-    def norm(what, v, allow_empty=False):
-        if isinstance(v, int):
-            return (v, v)
-        v = tuple(int(x) for x in v)
-        if allow_empty and not v:
-            return None
-        if len(v) not in (1, 2):
-            omitted = "be omitted, " if allow_empty else ""
-            raise RuntimeError(f"{name}: {what} must either {omitted}a single int, or a tuple "
-                               "of two ints")
-        return v * 2 if len(v) == 1 else v
-
-    k = norm("kernel_size", kernel_size)
-    s = norm("stride", stride if stride is not None else (), True) or k
-    p = norm("padding", padding)
-    d = norm("dilation", dilation)
-    return k, s, p, d
-
-
-def _check_pool(name, x: Tensor, k, s, p, d, ceil_mode, avg: bool) -> tuple:
-    if any(v == 0 for v in s):
-        raise RuntimeError("stride should not be zero")
-    if any(v <= 0 for v in k):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k[0]} kW: "
-                           f"{k[1]}")
-    if any(v <= 0 for v in s):
-        raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
-    if any(v <= 0 for v in d):
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d[0]} "
-                           f"dilationW: {d[1]}")
-    if x.ndim not in (3, 4) or 0 in x._shape[-3:]:
-        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch "
-                           f"size for input, but got:{_shape_str(x._shape)}")
-    for kk, pp, dd in zip(k, p, d):
-        if pp > ((kk - 1) * dd + 1) // 2 or pp < 0:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={pp}, kernel_size={kk} and dilation={dd}")
-    h, w = x._shape[-2:]
-    out = tuple(pool_out_size(n, kk, ss, pp, dd, ceil_mode)
-                for n, kk, ss, pp, dd in zip((h, w), k, s, p, d))
-    if any(o < 1 for o in out):
-        c = x._shape[-3]
-        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: "
-                           f"({c}x{out[0]}x{out[1]}). Output size is too small")
-    _not_bool(name, x)
-    return out
-
-
-@operator("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
-          "int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
-          method=False)
-def max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,
-                            ceil_mode=False):
-    """2-d max pooling returning values and the flat ``H * W`` index of each maximum.
-
-    Ties keep the first maximum in window order; NaN wins, as in PyTorch.
-    Shape: ``(N, C, H, W)`` or ``(C, H, W)`` -> ``(..., H_out, W_out)`` twice.
-
-    Example:
-        >>> import ember
-        >>> x = ember.arange(16.).view(1, 4, 4)
-        >>> v, i = ember.ops.conv.max_pool2d_with_indices(x, [2, 2])
-        >>> i.tolist()
-        [[[5, 7], [13, 15]]]
-    """
-    k, s, p, d = _pool_params("max_pool2d", kernel_size, stride, padding, dilation)
-    out = _check_pool("max_pool2d", input, k, s, p, d, ceil_mode, False)
-    shape = input._shape[:-2] + out
-    return Spec(shape, input._dtype), Spec(shape, dt.int64)
-
-
-@derivative(max_pool2d_with_indices, save=("result",))
-def _max_pool2d_backward(ctx, grad, grad_indices):
-    return _max_pool_backward(grad, ctx.result[1], list(ctx.shape_of("input")))
-
-
-@operator("_max_pool_backward(Tensor grad_output, Tensor indices, SymInt[] input_size) -> "
-          "Tensor", method=False)
-def _max_pool_backward(grad_output, indices, input_size):
-    """Scatter-add ``grad_output`` into an ``input_size`` zero tensor through flat ``indices``
-    over the last two dims (max pooling's backward)."""
-    return Spec(tuple(input_size), grad_output._dtype)
-
-
-@derivative(_max_pool_backward, save=("indices",))
-def _max_pool_backward_backward(ctx, h):
-    idx = ctx.indices
-    flat = h.flatten(-2) if h.ndim >= 2 else h
-    return gather(flat, -1, idx.flatten(-2)).view(idx._shape), None
-
-
-def _pool1d_input(name: str, x: Tensor, message: str) -> None:
-    if x.ndim not in (2, 3):
-        raise RuntimeError(message.format(shape=_shape_str(x._shape), ndim=x.ndim))
-
-
-def _one(name: str, what: str, v, allow_empty: bool = False):
-    if isinstance(v, int):
-        return v
-    v = tuple(v)
-    if allow_empty and not v:
-        return None
-    if len(v) != 1:
-        raise RuntimeError(f"{name}() argument '{what}' should contain one int (got {len(v)})")
-    return int(v[0])
-
-
-_MP1D = ("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
-         "input, but got:{shape}")
-
-
-def max_pool1d_with_indices(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
-                            ceil_mode: bool = False) -> tuple:
-    """1-d max pooling with indices along ``L`` (``torch.max_pool1d_with_indices``).
-
-    Shape: ``(N, C, L)`` or ``(C, L)`` -> ``(..., L_out)`` values and int64 indices.
-
-    Example:
-        >>> import ember
-        >>> ember.max_pool1d_with_indices(ember.arange(4.).view(1, 4), 2)[1].tolist()
-        [[1, 3]]
-    """
-    _pool1d_input("max_pool1d", input, _MP1D)
-    k = _one("max_pool1d", "kernel_size", kernel_size)
-    s = _one("max_pool1d", "stride", stride if stride is not None else (), True) or k
-    p = _one("max_pool1d", "padding", padding)
-    d = _one("max_pool1d", "dilation", dilation)
-    v, i = max_pool2d_with_indices(input.unsqueeze(-2), [1, k], [1, s], [0, p], [1, d],
-                                   ceil_mode)
-    return v.squeeze(-2), i.squeeze(-2)
-
-
-def max_pool1d(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
-               ceil_mode: bool = False) -> Tensor:
-    """1-d max pooling (``torch.max_pool1d``); see :func:`max_pool1d_with_indices`."""
-    return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
-
-
-def max_pool2d(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
-               ceil_mode: bool = False) -> Tensor:
-    """2-d max pooling (``torch.max_pool2d``); see :func:`max_pool2d_with_indices`."""
-    return max_pool2d_with_indices(input, kernel_size, stride if stride is not None else (),
-                                   padding, dilation, ceil_mode)[0]
-
-
-@operator("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-          "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> "
-          "Tensor", method=False)
-def avg_pool2d(input, kernel_size, stride=(), padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
-    """2-d average pooling (``torch.nn.functional.avg_pool2d``).
-
-    The divisor is the window area clipped to the padded input (``count_include_pad``), or
-    to the input itself, or ``divisor_override``.
-    Shape: ``(N, C, H, W)`` or ``(C, H, W)`` -> ``(..., H_out, W_out)``.
-
-    Example:
-        >>> import ember
-        >>> ember.ops.conv.avg_pool2d(ember.arange(16.).view(1, 4, 4), 2).tolist()
-        [[[2.5, 4.5], [10.5, 12.5]]]
-    """
-    k, s, p, _ = _pool_params("avg_pool2d", kernel_size, stride, padding)
-    if input.ndim < 3:
-        n = max(input.ndim, 1)
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         "but got -3)")
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
-    out = _check_pool("avg_pool2d", input, k, s, p, (1, 1), ceil_mode, True)
-    return Spec(input._shape[:-2] + out, input._dtype)
-
-
-@derivative(avg_pool2d)
-def _avg_pool2d_backward(ctx, grad):
-    return _avg_pool_backward(grad, list(ctx.shape_of("input")), ctx.kernel_size, ctx.stride,
-                              ctx.padding, ctx.ceil_mode, ctx.count_include_pad,
-                              ctx.divisor_override)
-
-
-@operator("_avg_pool_backward(Tensor grad_output, SymInt[] input_size, int[2] kernel_size, "
-          "int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, "
-          "int? divisor_override) -> Tensor", method=False)
-def _avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode,
-                       count_include_pad, divisor_override):
-    """The adjoint of :func:`avg_pool2d`: spread each output gradient over its window."""
-    return Spec(tuple(input_size), grad_output._dtype)
-
-
-@derivative(_avg_pool_backward)
-def _avg_pool_backward_backward(ctx, h):
-    return avg_pool2d(h, ctx.kernel_size, ctx.stride, ctx.padding, ctx.ceil_mode,
-                      ctx.count_include_pad, ctx.divisor_override)
-
-
-_AP1D = ("Expected 2 to 3 dimensions, but got {ndim}-dimensional tensor for argument #1 'self' "
-         "(while checking arguments for avg_pool1d)")
-
-
-def avg_pool1d(input: Tensor, kernel_size, stride=(), padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = True) -> Tensor:
-    """1-d average pooling (``torch.avg_pool1d``): ``(N, C, L)`` or ``(C, L)``.
-
-    Example:
-        >>> import ember
-        >>> ember.avg_pool1d(ember.arange(4.).view(1, 4), 2).tolist()
-        [[0.5, 2.5]]
-    """
-    _pool1d_input("avg_pool1d", input, _AP1D)
-    k = _one("avg_pool1d", "kernel_size", kernel_size)
-    s = _one("avg_pool1d", "stride", stride if stride is not None else (), True) or k
-    p = _one("avg_pool1d", "padding", padding)
-    out = avg_pool2d(input.unsqueeze(-2), [1, k], [1, s], [0, p], ceil_mode, count_include_pad)
-    return out.squeeze(-2)
-
-
-def _check_adaptive(name: str, x: Tensor, output_size, nd: int) -> tuple:
-    if x.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
-                           f"{_shape_str(x._shape)}")
-    for i in range(x.ndim - nd - 1, x.ndim):
-        if x._shape[i] == 0:
-            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes {_shape_str(x._shape)} with "
-                               f"dimension {i} being empty")
-    out = (output_size,) * nd if isinstance(output_size, int) else tuple(output_size)
-    if len(out) != nd:
-        raise RuntimeError(f"{name}(): internal error: output_size.size() must be {nd}")
-    out = tuple(x._shape[x.ndim - nd + i] if o is None else int(o) for i, o in enumerate(out))
-    if any(o < 0 for o in out):
-        raise RuntimeError(f"{name}(): Expected output_size to be non-negative, got "
-                           f"{list(out)}")
-    return out
-
-
-@operator("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", method=False)
-def adaptive_avg_pool2d(input, output_size):
-    """2-d adaptive average pooling: window ``o`` covers ``[floor(o*n/out), ceil((o+1)*n/out))``.
-
-    Shape: ``(N, C, H, W)`` or ``(C, H, W)`` -> ``(..., *output_size)``; ``None`` entries keep
-    the input's size.
-
-    Example:
-        >>> import ember
-        >>> ember.ops.conv.adaptive_avg_pool2d(ember.arange(16.).view(1, 4, 4), 1).tolist()
-        [[[7.5]]]
-    """
-    out = _check_adaptive("adaptive_avg_pool2d", input, output_size, 2)
-    _floating("adaptive_avg_pool2d", input)
-    return Spec(input._shape[:-2] + out, input._dtype)
-
-
-@derivative(adaptive_avg_pool2d)
-def _adaptive_avg_pool2d_backward(ctx, grad):
-    return _adaptive_avg_pool_backward(grad, list(ctx.shape_of("input")))
-
-
-@operator("_adaptive_avg_pool_backward(Tensor grad_output, SymInt[] input_size) -> Tensor",
-          method=False)
-def _adaptive_avg_pool_backward(grad_output, input_size):
-    """The adjoint of :func:`adaptive_avg_pool2d`."""
-    return Spec(tuple(input_size), grad_output._dtype)
-
-
-@derivative(_adaptive_avg_pool_backward)
-def _adaptive_avg_pool_backward_backward(ctx, h):
-    return adaptive_avg_pool2d(h, list(ctx.shape_of("grad_output")[-2:]))
-
-
-@operator("adaptive_max_pool2d(Tensor self, SymInt[2] output_size) -> (Tensor, Tensor)",
-          method=False)
-def adaptive_max_pool2d(input, output_size):
-    """2-d adaptive max pooling returning values and flat ``H * W`` indices.
-
-    Example:
-        >>> import ember
-        >>> ember.ops.conv.adaptive_max_pool2d(ember.arange(16.).view(1, 4, 4), 1)[1].tolist()
-        [[[15]]]
-    """
-    out = _check_adaptive("adaptive_max_pool2d", input, output_size, 2)
-    _floating("adaptive_max_pool2d", input)
-    shape = input._shape[:-2] + out
-    return Spec(shape, input._dtype), Spec(shape, dt.int64)
-
-
-@derivative(adaptive_max_pool2d, save=("result",))
-def _adaptive_max_pool2d_backward(ctx, grad, grad_indices):
-    return _max_pool_backward(grad, ctx.result[1], list(ctx.shape_of("input")))
-
-
-def _adaptive_1d(name: str, input: Tensor, output_size) -> int:
-    if input.ndim not in (2, 3):
-        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
-                           f"tensor for argument #1 'self' (while checking arguments for "
-                           f"{name})")
-    return _one(name, "output_size", output_size)
-
-
-def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
-    """1-d adaptive average pooling (``torch.adaptive_avg_pool1d``): ``(N, C, L)`` or ``(C, L)``.
-
-    Example:
-        >>> import ember
-        >>> ember.adaptive_avg_pool1d(ember.arange(4.).view(1, 4), 2).tolist()
-        [[0.5, 2.5]]
-    """
-    o = _adaptive_1d("adaptive_avg_pool1d", input, output_size)
-    return adaptive_avg_pool2d(input.unsqueeze(-2), [1, o]).squeeze(-2)
-
-
-def adaptive_max_pool1d(input: Tensor, output_size) -> tuple:
-    """1-d adaptive max pooling (``torch.adaptive_max_pool1d``): values and indices along L.
-
-    Example:
-        >>> import ember
-        >>> ember.adaptive_max_pool1d(ember.arange(4.).view(1, 4), 2)[1].tolist()
-        [[1, 3]]
-    """
-    o = _adaptive_1d("adaptive_max_pool1d", input, output_size)
-    v, i = adaptive_max_pool2d(input.unsqueeze(-2), [1, o])
-    return v.squeeze(-2), i.squeeze(-2)
 
 
 # -- padding ----------------------------------------------------------------------------------
@@ -1005,3 +720,17 @@ def _upsample_backward_backward(ctx, h):
     if ctx.mode == "nearest":
         return upsample_nearest2d(h, size, ctx.scales_h, ctx.scales_w)
     return upsample_bilinear2d(h, size, ctx.align_corners, ctx.scales_h, ctx.scales_w)
+
+
+_MOVED = frozenset({"max_pool1d", "max_pool2d", "max_pool1d_with_indices",
+                    "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+                    "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"})
+
+
+def __getattr__(name: str):
+    # pooling moved to ember.ops.pooling; its former spellings here keep working
+    if name in _MOVED:
+        import ember.ops.pooling as pooling
+
+        return getattr(pooling, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,15 +11,17 @@ import math
 import ember.ops.conv as _ops
 from ember.tensor import Tensor
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad", "unfold", "fold",
-           "interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "pad", "unfold", "fold", "interpolate", "upsample",
+           "upsample_nearest", "upsample_bilinear"]
 
 
 def _ensure_kernels() -> None:
     # NOTE [Registering the conv family]
-    # ``ember/ops/__init__.py`` and ``ember/backends/cpu/__init__.py`` do not import the conv
-    # family yet; until they do, importing ember.nn registers its CPU and Meta kernels here.
+    # ``ember/ops/__init__.py`` and ``ember/backends/cpu/__init__.py`` do not import the
+    # pooling family; importing ember.nn registers its operators and CPU and Meta kernels here.
     import ember.backends.cpu.conv  # noqa: F401
+    import ember.backends.cpu.pooling  # noqa: F401
     from ember.backends.meta import register_meta_kernels
 
     register_meta_kernels()
@@ -29,8 +31,10 @@ _ensure_kernels()
 
 conv1d = _ops.conv1d
 conv2d = _ops.conv2d
+conv3d = _ops.conv3d
 conv_transpose1d = _ops.conv_transpose1d
 conv_transpose2d = _ops.conv_transpose2d
+conv_transpose3d = _ops.conv_transpose3d
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:

@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d (torch.nn's API).
+"""Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d (torch.nn's API).
 
 Weights start as torch's: ``kaiming_uniform_(a=sqrt(5))``, bias ``U(-1/sqrt(fan_in),
 1/sqrt(fan_in))``. Non-zero padding modes pad explicitly (``F.pad``) and convolve unpadded.
@@ -15,7 +15,8 @@ from ember.ops.creation import empty
 from ember.tensor import Tensor
 from ember.tensor.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 _PADDING_STRINGS = {"same", "valid"}
@@ -163,6 +164,21 @@ class Conv2d(_Conv):
     _fn = staticmethod(F.conv2d)
 
 
+class Conv3d(_Conv):
+    """3-d convolution layer (``torch.nn.Conv3d``); arguments as :class:`Conv1d`.
+
+    Shape: ``(N, C_in, T, H, W)`` or ``(C_in, T, H, W)`` -> ``(N, C_out, T_out, H_out, W_out)``.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.Conv3d(2, 4, 3, padding=1)(ember.ones(1, 2, 4, 5, 6)).shape
+        ember.Size([1, 4, 4, 5, 6])
+    """
+
+    _nd = 3
+    _fn = staticmethod(F.conv3d)
+
+
 class _ConvTranspose(_ConvNd):
     _fn = None
 
@@ -229,3 +245,17 @@ class ConvTranspose2d(_ConvTranspose):
 
     _nd = 2
     _fn = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """3-d transposed convolution layer (``torch.nn.ConvTranspose3d``).
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.ConvTranspose3d(2, 3, 3, stride=2)
+        >>> m(ember.ones(1, 2, 2, 3, 4), output_size=[6, 8, 10]).shape
+        ember.Size([1, 3, 6, 8, 10])
+    """
+
+    _nd = 3
+    _fn = staticmethod(F.conv_transpose3d)

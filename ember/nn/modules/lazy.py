@@ -25,15 +25,23 @@ from ember.nn.modules.batchnorm import (
     InstanceNorm2d,
     InstanceNorm3d,
 )
-from ember.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from ember.nn.modules.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
 from ember.nn.modules.linear import Linear
 from ember.nn.parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from ember.ops.creation import tensor
 from ember.tensor import Tensor
 
-__all__ = ["LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
-           "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
-           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
+__all__ = ["LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+           "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class LazyModuleMixin:
@@ -205,6 +213,21 @@ class LazyConv2d(_LazyConvMixin, Conv2d):
         self._lazy_init(out_channels, bias, device, dtype)
 
 
+class LazyConv3d(_LazyConvMixin, Conv3d):
+    """``Conv3d`` whose ``in_channels`` is inferred from the first input
+    (``torch.nn.LazyConv3d``); it then becomes a ``Conv3d``."""
+
+    cls_to_become = Conv3d
+    _nd = 3
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode, **_factory(device, dtype))
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
 class LazyConvTranspose1d(_LazyConvMixin, ConvTranspose1d):
     """``ConvTranspose1d`` whose ``in_channels`` is inferred from the first input
     (``torch.nn.LazyConvTranspose1d``); it then becomes a ``ConvTranspose1d``."""
@@ -226,6 +249,21 @@ class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
 
     cls_to_become = ConvTranspose2d
     _nd = 2
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode, **_factory(device, dtype))
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose3d(_LazyConvMixin, ConvTranspose3d):
+    """``ConvTranspose3d`` whose ``in_channels`` is inferred from the first input
+    (``torch.nn.LazyConvTranspose3d``); it then becomes a ``ConvTranspose3d``."""
+
+    cls_to_become = ConvTranspose3d
+    _nd = 3
 
     def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
                  groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros",

@@ -1,5 +1,5 @@
-"""Pooling layers and Fold/Unfold (torch.nn's API); parameter-free wrappers of the
-functional forms in ``ember.nn.functional.pooling`` and ``ember.nn.functional.conv``."""
+"""Pooling, unpooling, Fold/Unfold and upsampling layers (torch.nn's API); parameter-free
+wrappers of the functional forms in ``ember.nn.functional.pooling`` and ``.conv``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,16 @@ from ember.nn.functional import pooling as F
 from ember.nn.modules.module import Module
 from ember.tensor import Tensor
 
-__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Fold", "Unfold",
-           "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d", "Fold", "Unfold", "Upsample", "UpsamplingNearest2d",
+           "UpsamplingBilinear2d"]
+
+
+def _ntuple(v, n: int) -> tuple:
+    return tuple(v) if isinstance(v, list | tuple) else (v,) * n
 
 
 class _MaxPoolNd(Module):
@@ -57,6 +64,19 @@ class MaxPool2d(_MaxPoolNd):
     _fn = staticmethod(F.max_pool2d)
 
 
+class MaxPool3d(_MaxPoolNd):
+    """3-d max pooling (``torch.nn.MaxPool3d``); ``return_indices`` gives flat ``T * H * W``
+    indices.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.MaxPool3d(2, stride=1)(ember.ones(1, 1, 3, 4, 5)).shape
+        ember.Size([1, 1, 2, 3, 4])
+    """
+
+    _fn = staticmethod(F.max_pool3d)
+
+
 class AvgPool1d(Module):
     """1-d average pooling (``torch.nn.AvgPool1d``).
 
@@ -82,14 +102,8 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
-    """2-d average pooling (``torch.nn.AvgPool2d``), with ``divisor_override``.
-
-    Example:
-        >>> import ember
-        >>> ember.nn.AvgPool2d(2)(ember.ones(1, 1, 4, 4)).shape
-        ember.Size([1, 1, 2, 2])
-    """
+class _AvgPoolNd(Module):
+    _fn = None
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
@@ -100,11 +114,35 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding,
+                              self.ceil_mode, self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-d average pooling (``torch.nn.AvgPool2d``), with ``divisor_override``.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.AvgPool2d(2)(ember.ones(1, 1, 4, 4)).shape
+        ember.Size([1, 1, 2, 2])
+    """
+
+    _fn = staticmethod(F.avg_pool2d)
+
+
+class AvgPool3d(_AvgPoolNd):
+    """3-d average pooling (``torch.nn.AvgPool3d``); float32, float64 and int64 inputs.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.AvgPool3d(2, padding=1)(ember.ones(1, 1, 4, 4, 4)).shape
+        ember.Size([1, 1, 3, 3, 3])
+    """
+
+    _fn = staticmethod(F.avg_pool3d)
 
 
 class _Adaptive(Module):
@@ -163,6 +201,172 @@ class AdaptiveMaxPool2d(_Adaptive):
 
     def forward(self, input: Tensor):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveAvgPool3d(_Adaptive):
+    """Adaptive 3-d average pooling (``torch.nn.AdaptiveAvgPool3d``); ``None`` keeps a size.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.AdaptiveAvgPool3d((1, None, 2))(ember.ones(2, 3, 5, 7, 4)).shape
+        ember.Size([2, 3, 1, 7, 2])
+    """
+
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_Adaptive):
+    """Adaptive 3-d max pooling (``torch.nn.AdaptiveMaxPool3d``), optionally with indices.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.AdaptiveMaxPool3d(2)(ember.ones(1, 3, 5, 7, 4)).shape
+        ember.Size([1, 3, 2, 2, 2])
+    """
+
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type: float, kernel_size, stride=None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride,
+                              self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """1-d power-average pooling (``torch.nn.LPPool1d``); see ``F.lp_pool1d``.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.LPPool1d(2, 2)(ember.tensor([[3., 4., 1., 0.]])).tolist()
+        [[5.0, 1.0]]
+    """
+
+    _fn = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """2-d power-average pooling (``torch.nn.LPPool2d``); see ``F.lp_pool2d``."""
+
+    _fn = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    """3-d power-average pooling (``torch.nn.LPPool3d``); see ``F.lp_pool3d``."""
+
+    _fn = staticmethod(F.lp_pool3d)
+
+
+class _MaxUnpoolNd(Module):
+    _fn = None
+    _nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        n = self._nd
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, n)
+        self.padding = _ntuple(padding, n)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Partial inverse of ``MaxPool1d`` (``torch.nn.MaxUnpool1d``): ``forward(input, indices,
+    output_size=None)``.
+
+    Example:
+        >>> import ember
+        >>> v, i = ember.nn.MaxPool1d(2, return_indices=True)(ember.tensor([[1., 3., 2., 0.]]))
+        >>> ember.nn.MaxUnpool1d(2)(v, i).tolist()
+        [[0.0, 3.0, 2.0, 0.0]]
+    """
+
+    _nd = 1
+    _fn = staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Partial inverse of ``MaxPool2d`` (``torch.nn.MaxUnpool2d``)."""
+
+    _nd = 2
+    _fn = staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Partial inverse of ``MaxPool3d`` (``torch.nn.MaxUnpool3d``)."""
+
+    _nd = 3
+    _fn = staticmethod(F.max_unpool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    _fn = None
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples: Tensor | None = None) -> None:
+        super().__init__()
+        n, name = self._nd, type(self).__name__
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             "ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor):
+        return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                              self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """2-d fractional max pooling (``torch.nn.FractionalMaxPool2d``); see
+    ``F.fractional_max_pool2d``. A ``_random_samples`` tensor becomes a buffer.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.FractionalMaxPool2d(3, output_ratio=0.5)(ember.ones(1, 2, 10, 9)).shape
+        ember.Size([1, 2, 5, 4])
+    """
+
+    _nd = 2
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-d fractional max pooling (``torch.nn.FractionalMaxPool3d``)."""
+
+    _nd = 3
+    _fn = staticmethod(F.fractional_max_pool3d)
 
 
 class Fold(Module):

@@ -13,7 +13,9 @@ import torch
 import torch.nn.functional as TF
 
 import ember.backends.cpu.conv  # noqa: F401  (registers the family's CPU kernels)
+import ember.backends.cpu.pooling  # noqa: F401
 import ember.ops.conv as C
+import ember.ops.pooling as P
 from ember.backends.meta import register_meta_kernels
 from tests.opinfo import FLOATS, ErrorInput, OpInfo, SampleInput, make
 
@@ -226,7 +228,7 @@ def _pool_errors():
 def _max_pool_errors():
     yield from _pool_errors()
     yield ErrorInput(SampleInput((make((8, 8)),), {"kernel_size": 2}), RuntimeError,
-                     "Expected 3D or 4D")
+                     r"non-empty 3D or 4D \(batch mode\) tensor expected for input")
     yield ErrorInput(SampleInput((make((2, 3, 8, 8)),), {"kernel_size": 2, "dilation": 0}),
                      RuntimeError, "dilation should be greater than zero")
 
