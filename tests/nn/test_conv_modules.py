@@ -139,6 +139,66 @@ def test_conv_transpose2d_matches_torch(kw, dtype):
     _compare(tm, em, _input((2, 4, 5, 6), td, "strided"), tol)
 
 
+CONV3D = [
+    dict(in_channels=2, out_channels=4, kernel_size=3),
+    dict(in_channels=2, out_channels=4, kernel_size=(3, 2, 1), stride=(2, 1, 1), padding=1,
+         bias=False),
+    dict(in_channels=4, out_channels=4, kernel_size=3, groups=2, dilation=(1, 2, 1), padding=2),
+    dict(in_channels=2, out_channels=3, kernel_size=(2, 3, 2), padding="same"),
+    dict(in_channels=2, out_channels=3, kernel_size=2, padding="valid", stride=2),
+] + [dict(in_channels=2, out_channels=3, kernel_size=3, padding=(1, 2, 1), padding_mode=m)
+     for m in ("reflect", "replicate", "circular")] + [
+    dict(in_channels=2, out_channels=3, kernel_size=(2, 2, 3), padding="same",
+         padding_mode="circular")]
+
+
+@pytest.mark.parametrize("dtype", list(DT))
+@pytest.mark.parametrize("kw", CONV3D, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()
+                                                               if k != "in_channels"))
+def test_conv3d_matches_torch(kw, dtype):
+    td, tol = DT[dtype]
+    tm = torch.nn.Conv3d(**kw).to(td)
+    em = nn.Conv3d(**kw).to(getattr(ember, dtype))
+    shape = (2, kw["in_channels"], 5, 6, 5)
+    for layout in ("contiguous", "permuted", "strided"):
+        _compare(tm, em, _input(shape, td, layout), tol)
+        tm.zero_grad()
+        em.zero_grad()
+    _compare(tm, em, _input(shape[1:], td, "permuted"), tol)  # unbatched
+
+
+CONVT3D = [
+    dict(in_channels=4, out_channels=2, kernel_size=3),
+    dict(in_channels=4, out_channels=2, kernel_size=(3, 2, 2), stride=2, padding=1,
+         output_padding=1, bias=False),
+    dict(in_channels=4, out_channels=6, kernel_size=2, stride=(2, 1, 3), groups=2, dilation=2,
+         output_padding=(1, 0, 2)),
+]
+
+
+@pytest.mark.parametrize("dtype", list(DT))
+@pytest.mark.parametrize("kw", CONVT3D, ids=lambda kw: "-".join(
+    f"{k}{v}" for k, v in kw.items() if k != "in_channels"))
+def test_conv_transpose3d_matches_torch(kw, dtype):
+    td, tol = DT[dtype]
+    tm = torch.nn.ConvTranspose3d(**kw).to(td)
+    em = nn.ConvTranspose3d(**kw).to(getattr(ember, dtype))
+    _compare(tm, em, _input((2, 4, 3, 4, 3), td, "strided"), tol)
+    _compare(tm, em, _input((4, 3, 4, 3), td, "permuted"), tol)
+
+
+def test_conv_transpose3d_output_size():
+    tm = torch.nn.ConvTranspose3d(3, 2, 3, stride=(2, 3, 2), padding=1).double()
+    em = nn.ConvTranspose3d(3, 2, 3, stride=(2, 3, 2), padding=1).double()
+    x = _input((2, 3, 3, 2, 4), torch.float64, "permuted")
+    _compare(tm, em, x, 1e-10, output_size=[6, 6, 8])
+    _compare(tm, em, x, 1e-10, output_size=[2, 2, 5, 4, 7])
+    with pytest.raises(ValueError):
+        tm(x, output_size=[7, 4, 7])
+    with pytest.raises(ValueError, match="requested an output size of"):
+        em(_e(x), output_size=[7, 4, 7])
+
+
 def test_conv_transpose_output_size():
     tm = torch.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1).double()
     em = nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1).double()
@@ -264,6 +324,10 @@ def test_constructor_errors_and_reprs():
             ("Conv2d", (4, 8, (3, 2)), dict(stride=2, dilation=2, groups=2)),
             ("Conv1d", (2, 4, 3), dict(padding="same")),
             ("ConvTranspose2d", (4, 2, 3), dict(stride=2, output_padding=1)),
+            ("Conv3d", (2, 4, (3, 2, 1)), dict(stride=(1, 2, 1), padding=(1, 0, 0), dilation=2,
+                                              groups=2, bias=False, padding_mode="circular")),
+            ("Conv3d", (2, 4, 3), dict(padding="same")),
+            ("ConvTranspose3d", (2, 4, 3), dict(stride=2, output_padding=1, groups=2)),
             ("MaxPool2d", (2,), {}), ("AvgPool2d", (3,), dict(stride=2)),
             ("AdaptiveAvgPool2d", ((1, 1),), {}), ("Unfold", (2,), {})]
     for name, args, kw in mods:
@@ -288,6 +352,10 @@ def _dd(*shape):
 
 
 GRADGRAD = {
+    "conv3d": (lambda x, w: F.conv3d(x, w, None, (2, 1, 1), 1, (1, 1, 2), 2),
+               ((1, 2, 4, 3, 4), (2, 1, 2, 2, 2))),
+    "conv_transpose3d": (lambda x, w: F.conv_transpose3d(x, w, None, 2, 1, 1, 1),
+                         ((1, 2, 2, 2, 2), (2, 1, 2, 2, 2))),
     "conv2d": (lambda x, w: F.conv2d(x, w, None, 2, 1, 1, 2), ((1, 2, 5, 4), (2, 1, 2, 3))),
     "conv_transpose2d": (lambda x, w: F.conv_transpose2d(x, w, None, 2, 1, 1, 2),
                          ((1, 2, 3, 3), (2, 1, 2, 2))),
@@ -351,3 +419,10 @@ def test_meta_shapes():
     assert v.shape == (2, 4, 5, 5) and i.dtype == ember.int64
     assert F.pad(x, (1, 2, 3, 4), "reflect").shape == (2, 4, 16, 11)
     assert F.interpolate(x, scale_factor=2, mode="bilinear").shape == (2, 4, 18, 16)
+    x3 = ember.empty(2, 4, 5, 9, 8, device="meta")
+    assert F.conv3d(x3, ember.empty(6, 2, 3, 3, 3, device="meta"), stride=2, groups=2).shape \
+        == (2, 6, 2, 4, 3)
+    assert F.conv_transpose3d(x3, ember.empty(4, 3, 2, 3, 3, device="meta"), stride=2,
+                              output_padding=1).shape == (2, 3, 11, 20, 18)
+    assert F.conv3d(x3[0], ember.empty(3, 4, 2, 2, 2, device="meta"), padding="same").shape == \
+        (3, 5, 9, 8)

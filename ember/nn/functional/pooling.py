@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import ember.ops.pooling as _ops
+from ember.autograd.grad_mode import is_grad_enabled
 from ember.nn.functional import conv as _registers_kernels  # noqa: F401
 from ember.ops.random import rand
 from ember.tensor import Tensor
@@ -394,6 +395,10 @@ def _fractional(nd: int, input: Tensor, kernel_size, output_size, output_ratio, 
             raise NotImplementedError(f'"check_uniform_bounds" not implemented for '
                                       f"'{input.dtype.scalar_name}'")
         samples = rand(n, input.size(-nd - 1), nd, dtype=input.dtype, device=input.device)
+    elif samples.requires_grad and is_grad_enabled():
+        raise RuntimeError(f"The function '{name}' is not differentiable with respect to "
+                           "argument 'random_samples'. This input cannot have requires_grad "
+                           "True.")
     op = _ops.fractional_max_pool2d if nd == 2 else _ops.fractional_max_pool3d
     return op(input, kernel_size, output_size, samples)
 

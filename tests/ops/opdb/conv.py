@@ -1,19 +1,25 @@
-"""Op-table entries: convolution, pooling, padding, im2col/col2im and resampling.
+"""Op-table entries: convolution, pooling, unpooling, padding, im2col/col2im and resampling.
 
-Each entry calls ember's operator (``ember.ops.conv``) and torch's ``nn.functional``
-counterpart on the same hostile inputs: permuted, strided, offset and expanded (stride-0)
-inputs and weights, unbatched inputs, zero-size batches, groups, dilation, stride, padding
-strings, ceil mode. Gradients (float64 samples) and gradcheck run through the shared op-table
-tests; double backward through tests/nn/test_conv_modules.py.
+Each entry calls ember's operator (``ember.ops.conv`` / ``ember.ops.pooling``, or the
+``nn.functional`` form for composites such as LP pooling, unpooling and fractional pooling)
+and torch's ``nn.functional`` counterpart on the same hostile inputs: permuted, strided, offset
+and expanded (stride-0) inputs and weights, unbatched inputs, zero-size batches, groups,
+dilation, stride, padding strings, ceil mode; 1-3 spatial dims. Gradients (float64 samples) and
+gradcheck run through the shared op-table tests; double backward through
+tests/nn/test_conv_modules.py and tests/nn/test_pooling_modules.py.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as TF
 
+import ember
 import ember.backends.cpu.conv  # noqa: F401  (registers the family's CPU kernels)
 import ember.backends.cpu.pooling  # noqa: F401
+import ember.nn.functional as EF
 import ember.ops.conv as C
 import ember.ops.pooling as P
 from ember.backends.meta import register_meta_kernels
@@ -43,10 +49,18 @@ def _F(lib):
     return TF if _is_torch(lib) else C
 
 
+def _P(lib):
+    return TF if _is_torch(lib) else P
+
+
+def _NF(lib):
+    return TF if _is_torch(lib) else EF
+
+
 def _conv_cases(nd: int):
     """(input shape, weight shape, bias?, kwargs) for conv{nd}d."""
-    sp = (7, 6)[:nd] if nd == 2 else (9,)
-    k = (3, 2)[:nd] if nd == 2 else (3,)
+    sp = {1: (9,), 2: (7, 6), 3: (5, 4, 6)}[nd]
+    k = {1: (3,), 2: (3, 2), 3: (3, 2, 2)}[nd]
     one = (1,) * nd
     return [
         ((2, 4) + sp, (6, 4) + k, True, {}),
@@ -73,8 +87,8 @@ def _conv_samples(nd: int):
 
 
 def _conv_transpose_cases(nd: int):
-    sp = (4, 5)[:nd] if nd == 2 else (6,)
-    k = (3, 2)[:nd] if nd == 2 else (3,)
+    sp = {1: (6,), 2: (4, 5), 3: (3, 4, 3)}[nd]
+    k = {1: (3,), 2: (3, 2), 3: (3, 2, 2)}[nd]
     return [
         ((2, 4) + sp, (4, 3) + k, True, {}),
         ((2, 4) + sp, (4, 2) + k, True, {"groups": 2, "stride": 2, "padding": 1,
@@ -201,13 +215,13 @@ def _max_pool_fn(nd: int):
     def fn(lib, x, **kw):
         if _is_torch(lib):
             return getattr(TF, f"max_pool{nd}d")(x, return_indices=True, **kw)
-        return getattr(C, f"max_pool{nd}d_with_indices")(x, **kw)
+        return getattr(P, f"max_pool{nd}d_with_indices")(x, **kw)
     return fn
 
 
 def _avg_pool_fn(nd: int):
     def fn(lib, x, **kw):
-        return getattr(_F(lib), f"avg_pool{nd}d")(x, **kw)
+        return getattr(_P(lib), f"avg_pool{nd}d")(x, **kw)
     return fn
 
 
@@ -261,7 +275,7 @@ def _adaptive_fn(name: str, indices: bool):
         if _is_torch(lib):
             kw = {"return_indices": True} if indices else {}
             return getattr(TF, name)(x, out, **kw)
-        return getattr(C, name)(x, out)
+        return getattr(P, name)(x, out)
     return fn
 
 
@@ -402,6 +416,336 @@ def _upsample_fn(lib, x, size=None, scale_factor=None, mode="nearest", align_cor
     return C.upsample_bilinear2d(x, out, bool(align_corners), *scales)
 
 
+# -- 3-d pooling ------------------------------------------------------------------------------
+_POOL3D = [((2, 3, 5, 6, 4), {"kernel_size": 2}),
+           ((2, 3, 5, 6, 4), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+           ((3, 5, 6, 4), {"kernel_size": (2, 3, 1), "stride": (1, 2, 1), "padding": (1, 1, 0)}),
+           ((0, 3, 5, 6, 4), {"kernel_size": 2})]
+_SMALL3D = ((1, 1, 3, 3, 4), {"kernel_size": 2, "stride": 1})
+_MAXPOOL3D = _POOL3D + [((2, 3, 6, 5, 5), {"kernel_size": 2, "dilation": (2, 1, 2),
+                                           "padding": 1, "ceil_mode": True}), _SMALL3D]
+_AVGPOOL3D = _POOL3D + [
+    ((2, 3, 5, 6, 4), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True,
+                       "count_include_pad": False}),
+    ((2, 3, 5, 6, 4), {"kernel_size": (3, 2, 2), "padding": 1, "divisor_override": 5}),
+    _SMALL3D]
+
+
+def _max_pool3d_errors():
+    x = make((2, 3, 6, 6, 6))
+    cases = [((make((6, 6, 6)),), {"kernel_size": 2}, RuntimeError,
+              r"non-empty 4D or 5D \(batch mode\) tensor expected for input"),
+             ((x,), {"kernel_size": (2, 2)}, RuntimeError,
+              "max_pool3d: kernel_size must either be a single int, or a tuple of three ints"),
+             ((x,), {"kernel_size": 2, "stride": (2, 2)}, RuntimeError,
+              "max_pool3d: stride must either be omitted, a single int, or a tuple of three"),
+             ((x,), {"kernel_size": 2, "dilation": (1, 1)}, RuntimeError,
+              "max_pool3d: dilation must be either a single int, or a tuple of three ints"),
+             ((x,), {"kernel_size": 2, "stride": 0}, RuntimeError, "stride should not be zero"),
+             ((x,), {"kernel_size": 2, "padding": -1}, RuntimeError,
+              "pad must be non-negative, but got pad: -1"),
+             ((x,), {"kernel_size": 2, "padding": (0, 2, 0)}, RuntimeError,
+              "pad should be at most half of effective kernel size, but got pad=2"),
+             ((x,), {"kernel_size": -1, "stride": 1}, RuntimeError,
+              "kernel size should be greater than zero, but got kT: -1 kH: -1 kW: -1"),
+             ((x,), {"kernel_size": 2, "stride": -1}, RuntimeError,
+              "stride should be greater than zero, but got dT: -1 dH: -1 dW: -1"),
+             ((x,), {"kernel_size": 2, "dilation": 0}, RuntimeError,
+              "dilation should be greater than zero, but got dilationT: 0"),
+             ((make((2, 0, 6, 6, 6)),), {"kernel_size": 2}, RuntimeError,
+              r"max_pool3d_with_indices_out_cpu_template\(\): Expected input's non-batch "
+              "dimensions to have positive length"),
+             ((make((2, 3, 2, 6, 6)),), {"kernel_size": 3, "stride": 1}, RuntimeError,
+              r"Given input size: \(3x2x6x6\). Calculated output size: \(3x0x4x4\). Output "
+              "size is too small"),
+             ((x.bool(),), {"kernel_size": 2}, NotImplementedError,
+              "\"max_pool3d\" not implemented for 'Bool'")]
+    return [ErrorInput(SampleInput(a, kw), err, m) for a, kw, err, m in cases]
+
+
+def _avg_pool3d_errors():
+    x = make((2, 3, 6, 6, 6))
+    cases = [((make((6, 6, 6)),), {"kernel_size": 2, "divisor_override": 0}, RuntimeError,
+              "non-empty 4D or 5D"),
+             ((x,), {"kernel_size": 2, "divisor_override": 0}, RuntimeError,
+              "divisor must be not zero"),
+             ((make((2, 3, 1, 6, 6)),), {"kernel_size": 3, "padding": 1}, RuntimeError,
+              r"input image \(T: 1 H: 6 W: 6\) smaller than kernel size \(kT: 3 kH: 3 kW: 3\)"),
+             ((x,), {"kernel_size": (2, 2)}, RuntimeError,
+              "avg_pool3d: kernel_size must be a single int, or a tuple of three ints"),
+             ((x,), {"kernel_size": 2, "padding": (1, 1)}, RuntimeError,
+              "avg_pool3d: padding must be a single int, or a tuple of three ints"),
+             ((make((2, 0, 6, 6, 6)),), {"kernel_size": 2}, RuntimeError,
+              r"avg_pool3d\(\): Expected input's non-batch dimensions"),
+             ((make((2, 3, 6, 6, 6), "float16"),), {"kernel_size": 2}, NotImplementedError,
+              "\"avg_pool3d_out_frame\" not implemented for 'Half'"),
+             ((make((2, 3, 6, 6, 6), "int32"),), {"kernel_size": 2}, NotImplementedError,
+              "\"avg_pool3d_out_frame\" not implemented for 'Int'")]
+    return [ErrorInput(SampleInput(a, kw), err, m) for a, kw, err, m in cases]
+
+
+def _avg_pool2d_more_errors():
+    yield from _avg_pool_errors()
+    yield ErrorInput(SampleInput((make((6, 6)),), {"kernel_size": 2, "divisor_override": 0}),
+                     RuntimeError, "divisor must be not zero")
+    yield ErrorInput(SampleInput((make((2, 3, 6, 6), "int32"),), {"kernel_size": 2}),
+                     NotImplementedError, "\"avg_pool2d\" not implemented for 'Int'")
+    yield ErrorInput(SampleInput((make((2, 3, 6, 6)),), {"kernel_size": 2, "padding": -1}),
+                     RuntimeError, "pad must be non-negative, but got pad: -1")
+
+
+_ADAPTIVE3D = [((2, 3, 5, 6, 4), (3, 4, 2)), ((2, 3, 5, 6, 4), 1), ((3, 5, 7, 4), (5, None, 2)),
+               ((2, 3, 3, 4, 2), (6, 7, 3)), ((0, 3, 4, 5, 3), 2), ((1, 2, 3, 4, 3), (2, 3, 2))]
+
+
+def _adaptive3d_errors(name: str):
+    is_max = "max" in name
+    x = make((2, 3, 4, 4, 4))
+    cases = [((make((4, 4, 4)), 2), rf"{name}\(\): Expected 4D or 5D tensor, but got"
+              + (": " if is_max else " ") + r"\[4, 4, 4\]"),
+             ((x, (2, 2)), rf"{name}\(\): internal error: output_size.size\(\) must be 3"
+              if is_max else f"{name}: output_size must be 3"),
+             ((x, (2, 2, -1)), r"Trying to create tensor with negative dimension -1: "
+              r"\[2, 3, 2, 2, -1\]" if is_max else
+              f"{name}: elements of output_size must be greater than or equal to 0 but "
+              r"received \{2, 2,-1\}"),
+             ((make((2, 3, 0, 4, 4)), 2), "Expected input to have non-zero size for non-batch "
+              "dimensions, but input has sizes \\[2, 3, 0, 4, 4\\] with dimension 2 being empty"),
+             ((make((2, 3, 4, 4, 4), "int32"), 2), f"\"{name}_cpu\" not implemented for 'Int'")]
+    return lambda: [ErrorInput(SampleInput(a), NotImplementedError if "Int" in m else
+                               RuntimeError, m) for a, m in cases]
+
+
+# -- LP pooling -------------------------------------------------------------------------------
+_INF = math.inf
+_LP = {1: [((2, 3, 9), 2, {"kernel_size": 3}, None),
+           ((2, 3, 9), 1.5, {"kernel_size": 3, "stride": 2, "ceil_mode": True}, 0.1),
+           ((3, 9), _INF, {"kernel_size": 2}, None),
+           ((2, 3, 8), -_INF, {"kernel_size": 2, "stride": 1}, None),
+           ((2, 3, 8), 3, {"kernel_size": 2, "stride": 3, "ceil_mode": True}, None),
+           ((1, 2, 5), 2, {"kernel_size": 2}, None)],
+       2: [((2, 3, 7, 6), 2, {"kernel_size": 2}, None),
+           ((2, 3, 7, 6), 1.5, {"kernel_size": (3, 2), "stride": (2, 1), "ceil_mode": True},
+            0.1),
+           ((3, 7, 6), _INF, {"kernel_size": 3, "stride": 2}, None),
+           ((2, 3, 6, 6), -_INF, {"kernel_size": 2, "ceil_mode": True}, None),
+           ((2, 3, 6, 6), 1, {"kernel_size": (2, 3)}, None),
+           ((1, 1, 4, 4), 2, {"kernel_size": 2, "stride": 1}, None)],
+       3: [((2, 3, 5, 4, 6), 2, {"kernel_size": 2}, None),
+           ((2, 3, 5, 4, 6), 1.5, {"kernel_size": (3, 2, 2), "stride": (2, 1, 2),
+                                   "ceil_mode": True}, 0.1),
+           ((3, 5, 4, 6), _INF, {"kernel_size": 2}, None),
+           ((1, 1, 3, 3, 3), 2, {"kernel_size": 2, "stride": 1}, None)]}
+
+
+def _lp_samples(nd: int):
+    def gen(dtype):
+        cases = _LP[nd]
+        for i, (shape, p, kw, low) in enumerate(cases):
+            lay = _layout(i, len(cases), _NO_TIES)
+            yield SampleInput((make(shape, dtype, layout=lay, low=low), p), dict(kw),
+                              f"{lay}{shape}p={p}{kw}")
+        # a window of zeros: the composite's gradient there is 0, not NaN
+        x = make((1, 2) + (4,) * nd, dtype) * ember.tensor([0.0, 1.0], dtype=getattr(
+            ember, dtype)).view((1, 2) + (1,) * nd)
+        yield SampleInput((x, 2), {"kernel_size": 2}, "zero window")
+    return gen
+
+
+def _lp_fn(nd: int):
+    def fn(lib, x, p, **kw):
+        return getattr(_NF(lib), f"lp_pool{nd}d")(x, p, **kw)
+    return fn
+
+
+def _lp_errors(nd: int):
+    def gen():
+        x = make((2, 3) + (6,) * nd)
+        if nd == 1:
+            yield ErrorInput(SampleInput((x, 2), {"kernel_size": (3,)}), TypeError,
+                             r"mul\(\): argument 'other' \(position 1\) must be Tensor, not "
+                             "tuple")
+        else:
+            yield ErrorInput(SampleInput((x, 2), {"kernel_size": (3,)}), ValueError,
+                             rf"not enough values to unpack \(expected {nd}, got 1\)")
+        yield ErrorInput(SampleInput((x, 0), {"kernel_size": 2}), ZeroDivisionError,
+                         "float division by zero")
+    return gen
+
+
+# -- max unpooling ----------------------------------------------------------------------------
+_UNPOOL = {1: [((2, 3, 9), {"kernel_size": 2}, {}),
+               ((2, 3, 9), {"kernel_size": 3, "stride": 2, "padding": 1}, {"output_size": [9]}),
+               ((3, 8), {"kernel_size": 2}, {"output_size": (3, 9)}),
+               ((0, 3, 8), {"kernel_size": 2}, {}),
+               ((1, 2, 6), {"kernel_size": 2}, {})],
+           2: [((2, 3, 6, 6), {"kernel_size": 2}, {}),
+               ((2, 3, 7, 7), {"kernel_size": 3, "stride": 2, "padding": 1},
+                {"output_size": (7, 7)}),
+               ((3, 5, 6), {"kernel_size": (2, 3)}, {"output_size": (5, 6)}),
+               ((2, 3, 5, 6), {"kernel_size": 2}, {"output_size": (2, 3, 5, 7)}),
+               ((0, 3, 6, 6), {"kernel_size": 2}, {}),
+               ((1, 1, 4, 4), {"kernel_size": 2}, {})],
+           3: [((2, 3, 4, 6, 5), {"kernel_size": 2}, {"output_size": (4, 6, 5)}),
+               ((3, 5, 4, 6), {"kernel_size": (2, 1, 3), "stride": (2, 1, 2),
+                               "padding": (1, 0, 1)}, {"output_size": (5, 4, 6)}),
+               ((2, 2, 4, 4, 4), {"kernel_size": 3, "stride": 1, "padding": 1}, {}),
+               ((1, 1, 2, 4, 4), {"kernel_size": 2}, {})]}
+
+
+def _relayout(t, layout: str):
+    """``t``'s values in a ``layout`` (contiguous, permuted, strided or offset) view."""
+    if layout == "contiguous" or t.numel() == 0:
+        return t
+    if layout == "permuted":
+        rev = list(reversed(range(t.ndim)))
+        return t.permute(rev).contiguous().permute(rev)
+    if layout == "strided":
+        view = ember.zeros([2 * n for n in t.shape], dtype=t.dtype)[
+            tuple(slice(None, None, 2) for _ in t.shape)]
+    else:
+        view = ember.zeros(t.numel() + 3, dtype=t.dtype)[3:].view(list(t.shape))
+    view.copy_(t)
+    return view
+
+
+def _unpool_samples(nd: int):
+    def gen(dtype):
+        cases = _UNPOOL[nd]
+        for i, (shape, pool, kw) in enumerate(cases):
+            x = make(shape, dtype)
+            v, idx = (P.max_pool1d_with_indices, P.max_pool2d_with_indices,
+                      P.max_pool3d_with_indices)[nd - 1](x, **pool)
+            lay = _layout(i, len(cases), _NO_TIES)
+            # torch's backward views the indices, so they stay dense here (strided indices:
+            # tests/nn/test_pooling_modules.py)
+            idx = _relayout(idx, ("contiguous", "offset")[i % 2])
+            yield SampleInput((_relayout(v, lay), idx), dict(pool, **kw), f"{lay}{shape}{pool}{kw}")
+    return gen
+
+
+def _unpool_fn(nd: int):
+    def fn(lib, v, idx, **kw):
+        return getattr(_NF(lib), f"max_unpool{nd}d")(v, idx, **kw)
+    return fn
+
+
+def _unpool_errors(nd: int):
+    def gen():
+        x = make((2, 3) + (6,) * nd)
+        v, idx = (P.max_pool1d_with_indices, P.max_pool2d_with_indices,
+                  P.max_pool3d_with_indices)[nd - 1](x, 2)
+        k = {"kernel_size": 2}
+        name = f"max_unpooling{max(nd, 2)}d"
+        cases = [((v, idx), dict(k, output_size=(7,) * (nd + 1)), ValueError,
+                  f"output_size should be a sequence containing {nd} or {nd + 2} elements, but "
+                  f"it has a length of '{nd + 1}'"),
+                 ((v, idx), dict(k, output_size=(8,) * nd), ValueError,
+                  rf'invalid output_size "\({", ".join(["8"] * nd)},?\)" \(dim 0 must be '
+                  r"between 4 and 8\)"),
+                 ((v, idx + 1000), k, RuntimeError, "Found an invalid max index: 10"),
+                 ((v, idx - 1000), k, RuntimeError, "Found an invalid max index: -"),
+                 ((v, idx.int()), k, RuntimeError, "elements in indices should be type int64"),
+                 ((v, idx.narrow(1, 0, 2)), k, RuntimeError,
+                  "Expected shape of indices to be same as that of the input tensor"),
+                 ((v[:, :0], idx[:, :0]), k, RuntimeError,
+                  f"{name}_forward_out_cpu\\(\\): Expected input to have non-zero size for "
+                  "non-batch dimensions"),
+                 ((v.int(), idx), k, NotImplementedError,
+                  f"\"max_unpool{max(nd, 2)}d\" not implemented for 'Int'")]
+        if nd > 1:
+            cases.append(((v[0, 0], idx[0, 0]), k, RuntimeError,
+                          f"Input to {name} should be a {nd + 1}d or {nd + 2}d Tensor, but got a "
+                          f"tensor with {nd} dimensions."))
+        if nd == 3:
+            cases.append(((v, idx), dict(k, stride=0), RuntimeError,
+                          r"strides should be greater than zero, but got stride: \[0, 0, 0\]"))
+        return [ErrorInput(SampleInput(a, kw), err, m) for a, kw, err, m in cases]
+    return gen
+
+
+# -- fractional max pooling -------------------------------------------------------------------
+_FRACTIONAL = {2: [((2, 3, 11, 9), (2, 3), {"output_size": (5, 4)}, 2),
+                   ((2, 3, 10, 10), 3, {"output_ratio": (0.5, 0.7)}, 3),
+                   ((3, 9, 8), 2, {"output_size": 4}, 1),
+                   ((0, 3, 8, 8), 2, {"output_size": 3}, 0),
+                   ((2, 3, 8, 7), 2, {"output_size": (1, 6)}, 2),
+                   ((1, 2, 5, 5), 2, {"output_size": 3}, 1)],
+               3: [((2, 3, 7, 9, 8), 2, {"output_size": (4, 5, 3)}, 2),
+                   ((2, 2, 8, 8, 8), (2, 3, 2), {"output_ratio": (0.5, 0.6, 0.7)}, 2),
+                   ((3, 6, 7, 8), 2, {"output_size": 3}, 1),
+                   ((1, 1, 4, 4, 4), 2, {"output_size": 2}, 1)]}
+
+
+def _fractional_samples(nd: int):
+    def gen(dtype):
+        cases = _FRACTIONAL[nd]
+        for i, (shape, k, kw, n) in enumerate(cases):
+            lay = _layout(i, len(cases), _NO_TIES)
+            lay = "contiguous" if 0 in shape else lay
+            u = make((n, shape[-nd - 1], nd), dtype, low=0.0, high=1.0)
+            yield SampleInput((make(shape, dtype, layout=lay), k),
+                              dict(kw, _random_samples=u), f"{lay}{shape}k={k}{kw}")
+    return gen
+
+
+def _fractional_fn(nd: int):
+    def fn(lib, x, k, **kw):
+        return getattr(_NF(lib), f"fractional_max_pool{nd}d")(x, k, return_indices=True, **kw)
+    return fn
+
+
+def _fractional_errors(nd: int):
+    def gen():
+        fn = f"fractional_max_pool{nd}d" + ("()" if nd == 2 else "_out()")
+        x = make((2, 3) + (8,) * nd)
+
+        def u(*shape, dtype="float32", **kw):
+            return make(shape, dtype, low=0.0, high=1.0, **kw)
+
+        ok = u(2, 3, nd)
+        names = ("height", "width") if nd == 2 else ("time", "height", "width")
+        what = "Int or tuple of Ints" if nd == 2 else "Int or tuple of three Ints"
+        cases = [((x, 3), {"output_size": 7}, RuntimeError,
+                  rf"{re_escape(fn)}: pool {names[0]} 3 too large relative to input {names[0]} 8"),
+                 ((x, 2), {}, ValueError, f"fractional_max_pool{nd}d requires specifying either "
+                  "an output_size or an output_ratio"),
+                 ((x, (2,) * (nd + 1)), {"output_size": 3}, RuntimeError,
+                  f"fractional_max_pool{nd}d: kernel_size must either be a single {what}"),
+                 ((x, 2), {"output_size": (3,) * (nd + 1)}, RuntimeError,
+                  f"fractional_max_pool{nd}d: output_size must either be a single {what}"),
+                 ((make((8,) * nd), 2), {"output_size": 3, "_random_samples": u(1, 1, nd)},
+                  RuntimeError, rf"{re_escape(fn)}: Expected {nd + 1}D or {nd + 2}D tensor, "
+                  "but got: "),
+                 ((make((2, 0) + (8,) * nd), 2), {"output_size": 3, "_random_samples": ok},
+                  RuntimeError, "Expected input to have non-zero size for non-batch dimensions"),
+                 ((x, 2), {"output_size": 3, "_random_samples": u(1, 3, nd)}, RuntimeError,
+                  r"Expect _random_samples.size\(0\) no less then input batch size."),
+                 ((x, 2), {"output_size": 3, "_random_samples": u(2, 2, nd)}, RuntimeError,
+                  r"Expect _random_samples.size\(1\) equals to input channel size."),
+                 ((x, 2), {"output_size": 3, "_random_samples": u(2, 3, nd + 1)}, RuntimeError,
+                  rf"Expect _random_samples.size\(2\) equals to {nd}; got {nd + 1}."),
+                 ((x, 2), {"output_size": 3, "_random_samples": u(2, 3 * nd)}, RuntimeError,
+                  "Expect _random_samples to have 3 dimensions, got 2"),
+                 ((x, 2), {"output_size": 3, "_random_samples": u(2, 3, nd, dtype="float64")},
+                  RuntimeError, "Expect _random_samples to have the same dtype as input"),
+                 ((x, 2), {"output_size": 3, "_random_samples": u(2, 3, nd, requires_grad=True)},
+                  RuntimeError, "is not differentiable with respect to argument "
+                  "'random_samples'"),
+                 ((x.int(), 2), {"output_size": 3, "_random_samples": u(2, 3, nd).int()},
+                  NotImplementedError, "not implemented for 'Int'")]
+        if nd == 2:
+            cases.append(((x, 2), {"output_ratio": (0.5,) * 3}, ValueError,
+                          "fractional_max_pool2d requires output_ratio to either be a single "
+                          "Int or tuple of Ints."))
+        return [ErrorInput(SampleInput(a, kw), err, m) for a, kw, err, m in cases]
+    return gen
+
+
+def re_escape(s: str) -> str:
+    return s.replace("(", r"\(").replace(")", r"\)")
+
+
 OPS = [
     OpInfo("conv1d", _conv_fn(1), _conv_samples(1), FLOATS, tol=TOL,
            errors=_conv_errors(1, "conv1d")),
@@ -411,12 +755,32 @@ OPS = [
            tol=TOL, errors=_conv_transpose_errors(1)),
     OpInfo("conv_transpose2d", _conv_transpose_fn(2), _conv_transpose_samples(2), FLOATS,
            tol=TOL, errors=_conv_transpose_errors(2)),
+    OpInfo("conv3d", _conv_fn(3), _conv_samples(3), FLOATS, tol=TOL,
+           errors=_conv_errors(3, "conv3d")),
+    OpInfo("conv_transpose3d", _conv_transpose_fn(3), _conv_transpose_samples(3), FLOATS,
+           tol=TOL, errors=_conv_transpose_errors(3)),
     OpInfo("max_pool2d_with_indices", _max_pool_fn(2), _shaped_samples(_MAXPOOL2D, _NO_TIES),
            FLOATS, errors=_max_pool_errors),
     OpInfo("max_pool1d_with_indices", _max_pool_fn(1), _shaped_samples(_POOL1D, _NO_TIES),
            FLOATS),
     OpInfo("avg_pool2d", _avg_pool_fn(2), _shaped_samples(_AVGPOOL2D), FLOATS, tol=TOL,
-           errors=_avg_pool_errors),
+           errors=_avg_pool2d_more_errors),
+    OpInfo("max_pool3d_with_indices", _max_pool_fn(3), _shaped_samples(_MAXPOOL3D, _NO_TIES),
+           FLOATS, errors=_max_pool3d_errors),
+    OpInfo("avg_pool3d", _avg_pool_fn(3), _shaped_samples(_AVGPOOL3D),
+           ("float32", "float64", "int64"), tol=TOL, errors=_avg_pool3d_errors),
+    OpInfo("adaptive_avg_pool3d", _adaptive_fn("adaptive_avg_pool3d", False),
+           _adaptive_samples(_ADAPTIVE3D), FLOATS, tol=TOL,
+           errors=_adaptive3d_errors("adaptive_avg_pool3d")),
+    OpInfo("adaptive_max_pool3d", _adaptive_fn("adaptive_max_pool3d", True),
+           _adaptive_samples(_ADAPTIVE3D), FLOATS,
+           errors=_adaptive3d_errors("adaptive_max_pool3d")),
+    *[OpInfo(f"lp_pool{nd}d", _lp_fn(nd), _lp_samples(nd), ("float32", "float64"), tol=TOL,
+             errors=_lp_errors(nd)) for nd in (1, 2, 3)],
+    *[OpInfo(f"max_unpool{nd}d", _unpool_fn(nd), _unpool_samples(nd), FLOATS,
+             errors=_unpool_errors(nd)) for nd in (1, 2, 3)],
+    *[OpInfo(f"fractional_max_pool{nd}d", _fractional_fn(nd), _fractional_samples(nd), FLOATS,
+             errors=_fractional_errors(nd)) for nd in (2, 3)],
     OpInfo("avg_pool1d", _avg_pool_fn(1), _shaped_samples(_POOL1D), FLOATS, tol=TOL),
     OpInfo("adaptive_avg_pool2d", _adaptive_fn("adaptive_avg_pool2d", False),
            _adaptive_samples(_ADAPTIVE2D), FLOATS, tol=TOL,
