@@ -237,3 +237,18 @@ def test_meta_shapes():
     fv, fi = F.fractional_max_pool3d(x, 2, output_ratio=(0.5, 0.5, 0.5), return_indices=True,
                                      _random_samples=u)
     assert fv.shape == fi.shape == (2, 4, 2, 4, 4) and fi.device.type == "meta"
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_max_pool_windows_of_lowest_values_take_their_first_in_bounds_index(nd):
+    """A window holding only padding and -inf keeps PyTorch's starting index: the first
+    in-bounds element, stepping by the dilation from a negative start."""
+    x = torch.full((1, 1) + (5,) * nd, -INF, dtype=torch.float64)
+    x[(0, 0) + (4,) * nd] = 1.0
+    for kw in (dict(kernel_size=2, stride=1, padding=1, dilation=2),
+               dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)):
+        fn = f"max_pool{nd}d"
+        tv, ti = getattr(torch.nn.functional, fn)(x, return_indices=True, **kw)
+        ev, ei = getattr(F, fn)(_e(x), return_indices=True, **kw)
+        assert ei.tolist() == ti.tolist(), kw
+        np.testing.assert_array_equal(ev.numpy(), tv.numpy())
