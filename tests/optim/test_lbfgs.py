@@ -124,25 +124,97 @@ def test_convex_problem_float32(kw):
     assert st["d"].dtype == ember.float32 and st["prev_flat_grad"].shape == (10,)
 
 
+# NOTE [Rounding-derived tolerances for Rosenbrock]
+# Rosenbrock's curved valley amplifies rounding: a last-bit difference in one gradient (another
+# BLAS kernel, another SIMD width, another summation order) grows by orders of magnitude over a
+# few iterations, and the history holds differences of gradients that nearly cancel. No fixed
+# tolerance is right on every CPU, so the test measures the amplification instead: torch runs the
+# same problem again with the objective written differently (terms summed in reverse order;
+# squares as products instead of powers): perturbations of exactly the kind that separate two
+# libraries or two CPUs (summation order, libm's pow). ember must stay within a small multiple of
+# the larger spread (normwise, per step and per state entry), and take the same decisions.
+NOISE_MARGIN = 16  # ember's roundings differ from torch's in more places than one rewrite
+
+
+def rosenbrock_reversed(lib, x):
+    """Rosenbrock with its terms summed in reverse order: the same function, other roundings."""
+    return lib.flip(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2, [0]).sum()
+
+
+def rosenbrock_products(lib, x):
+    """Rosenbrock with squares as products: the same function, other roundings."""
+    inner = x[1:] - x[:-1] * x[:-1]
+    return (100 * inner * inner + (1 - x[:-1]) * (1 - x[:-1])).sum()
+
+
+ROUNDING_VARIANTS = (rosenbrock_reversed, rosenbrock_products)
+
+
+def flat(value) -> np.ndarray:
+    """A state entry (tensor, number, None or list of them) as one float64 vector."""
+    items = value if isinstance(value, list) else [value]
+    return np.concatenate([np.zeros(0) if v is None else as_array(v).astype(np.float64).ravel()
+                           for v in items])
+
+
+def trajectory(lib, objective, steps, **kw):
+    """Run LBFGS on the Rosenbrock pair: per step (loss, params) as one vector, and the state."""
+    ours, theirs = make_pair(np.float64)
+    params = ours if lib is ember else theirs
+    opt = (optim if lib is ember else torch.optim).LBFGS(params, **kw)
+    steps_seen = []
+    for _ in range(steps):
+        loss = opt.step(closure(lib, params, opt, objective))
+        steps_seen.append(np.concatenate([[loss.item()]] + [np_of(p).reshape(-1)
+                                                             for p in params]))
+    return steps_seen, opt.state[params[0]], params
+
+
+def assert_within_rounding_noise(ours, theirs, variants, what):
+    """``ours`` is as close to ``theirs`` as the ``variants`` (torch, other roundings) are, up
+    to NOISE_MARGIN, with a floor of a few ulps of the vector's norm."""
+    scale = np.linalg.norm(theirs)
+    noise = max(np.linalg.norm(v - theirs) for v in variants)
+    bound = NOISE_MARGIN * noise + 64 * np.finfo(np.float64).eps * scale
+    error = np.linalg.norm(ours - theirs)
+    assert error <= bound, (f"{what}: |ember - torch| = {error:.3g}, |torch reordered - torch| ="
+                            f" {noise:.3g}, norm {scale:.3g}")
+
+
+def compare_rosenbrock_runs(steps, **kw):
+    """ember against torch on Rosenbrock, with tolerances measured from torch's own rounding
+    sensitivity (see NOTE [Rounding-derived tolerances for Rosenbrock])."""
+    ours, st_e, params = trajectory(ember, rosenbrock, steps, **kw)
+    theirs, st_t, _ = trajectory(torch, rosenbrock, steps, **kw)
+    variants = [trajectory(torch, f, steps, **kw) for f in ROUNDING_VARIANTS]
+    # the same decisions first: a rewrite that changed them would make the problem unfit
+    decisions = (st_t["func_evals"], st_t["n_iter"])
+    assert all((st["func_evals"], st["n_iter"]) == decisions for _, st, _ in variants)
+    assert (st_e["func_evals"], st_e["n_iter"]) == decisions
+    assert st_e.keys() == st_t.keys()
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert_within_rounding_noise(a, b, [run[k] for run, _, _ in variants],
+                                     f"step {k}: loss and parameters")
+    for key in st_t:
+        if key not in ("func_evals", "n_iter"):
+            assert_within_rounding_noise(flat(st_e[key]), flat(st_t[key]),
+                                         [flat(st[key]) for _, st, _ in variants], key)
+    return st_e, params
+
+
 def test_rosenbrock_with_strong_wolfe_converges_like_torch():
-    # at the optimum the history holds differences of gradients of about 1e-10
-    opt_e, _, ours, _ = run_both(rosenbrock, np.float64, 5, STRICT, dict(rtol=1e-6, atol=1e-10),
-                                 line_search_fn="strong_wolfe")
-    x = np.concatenate([np_of(p).reshape(-1) for p in ours])
+    state, params = compare_rosenbrock_runs(5, line_search_fn="strong_wolfe")
+    x = np.concatenate([np_of(p).reshape(-1) for p in params])
     np.testing.assert_allclose(x, 1.0, atol=1e-4)
-    assert opt_e.state[ours[0]]["func_evals"] > opt_e.state[ours[0]]["n_iter"]
+    assert state["func_evals"] > state["n_iter"]
 
 
 def test_rosenbrock_with_a_fixed_step():
-    # Without a line search Rosenbrock's valley amplifies rounding, so only two steps.
-    run_both(rosenbrock, np.float64, 2, dict(rtol=1e-7, atol=1e-9), dict(rtol=1e-5, atol=1e-9),
-             max_iter=20)
+    compare_rosenbrock_runs(2, max_iter=20)
 
 
 def test_rosenbrock_history_is_trimmed_with_strong_wolfe():
-    opt_e, _, ours, _ = run_both(rosenbrock, np.float64, 3, STRICT, history_size=3,
-                                 max_iter=10, line_search_fn="strong_wolfe")
-    st = opt_e.state[ours[0]]
+    st, _ = compare_rosenbrock_runs(3, history_size=3, max_iter=10, line_search_fn="strong_wolfe")
     assert len(st["old_dirs"]) == len(st["old_stps"]) == len(st["ro"]) == 3
     assert len(st["al"]) == 3
 
