@@ -3,19 +3,43 @@
 NOTE [The backward loop]
 1. From the roots, count how many edges lead into each node (``dependencies``).
 2. Seed the roots' input buffers with the root gradients.
-3. Pop the ready node with the highest ``sequence_nr`` (latest created, AccumulateGrad
-   first), run its tensor pre-hooks, pre-hooks, the node, and post-hooks; check each returned
-   gradient against the forward input it belongs to (sum a broadcast gradient down to its
-   shape, cast to its dtype); add it into the next node's buffer; a node whose count reaches
-   zero is ready.
+3. Pop the ready node that comes first in the order below, run its tensor pre-hooks,
+   pre-hooks, the node, and post-hooks; check each returned gradient against the forward
+   input it belongs to (sum a broadcast gradient down to its shape, cast to its dtype); add it
+   into the next node's buffer; a node whose count reaches zero is ready.
 4. Release saved tensors unless ``retain_graph``; run the queued callbacks at the very end.
 ``autograd.grad`` captures the gradients flowing into its inputs' edges and runs only nodes
-that lie on a path to one of them.
+that lie on a path to one of them. One loop serves every call; the common node (one incoming
+gradient, no hooks) takes the small ``_apply_one`` step, anything else ``_run_node``.
+
+NOTE [Backward order]
+The order is a function of the graph alone, the same in every process:
+- every ready ``AccumulateGrad`` runs before any other ready node (its ``sequence_nr`` is
+  inf, as PyTorch's UINT64_MAX), so a leaf's ``.grad`` and its post-accumulate-grad hooks
+  are done as soon as its last gradient arrives;
+- among ready accumulators, the one created first (lowest ``creation_nr``, the number drawn
+  from the sequence when the leaf was first used in a recorded op) runs first;
+- any other ready node runs highest ``sequence_nr`` first: the forward, replayed in reverse.
+For a stack of ``Linear`` layers this is PyTorch's order (last layer first, bias before
+weight). Where several accumulators are ready at once (``cat(params).sum()``), PyTorch's
+order is whatever its binary heap makes of equal keys; ember's is their creation order.
+
+NOTE [Stealing gradients]
+A leaf's first gradient becomes its ``.grad`` without a copy when nothing else can see it:
+not a root gradient the caller passed, not already adopted by another leaf, without history
+(unless ``create_graph``), and either base-less or a view that is the only holder of its
+whole base (counted with ``sys.getrefcount``, as PyTorch counts uses of the TensorImpl). It
+must also obey the layout contract: a dense leaf's gradient has the leaf's strides, any
+other leaf's gradient is contiguous; a gradient that does not is copied into that layout.
+``mm``'s backward computes a transposed operand's gradient already transposed (NOTE [mm
+gradient layout] in ember/ops/linalg.py), so a ``Linear`` weight's gradient arrives
+contiguous after ``t``'s backward and is stolen.
 """
 
 from __future__ import annotations
 
 import heapq
+import sys
 import threading
 from collections.abc import Sequence
 
@@ -23,6 +47,7 @@ from ember.autograd import anomaly, grad_mode
 from ember.autograd._ops import op as aten
 from ember.autograd.graph import AccumulateGrad, Node, _sequence, gradient_edge
 from ember.core.device import CPU
+from ember.core.layout import is_non_overlapping_and_dense
 from ember.dispatch import dispatcher as _dispatcher
 from ember.tensor import Tensor, empty_tensor, make_tensor, numpy_view
 
@@ -68,8 +93,10 @@ class _GraphRoot(Node):
 
 
 _INF = float("inf")
+_ACCUMULATE_FIRST = -_INF  # ready-queue key of every AccumulateGrad (then its creation_nr)
 _GRAD_PROPERTY = Tensor.grad
 _heappush, _heappop = heapq.heappush, heapq.heappop
+_getrefcount = sys.getrefcount
 
 
 def _as_tuple(x) -> tuple:
@@ -198,10 +225,10 @@ def _sum_to(g: Tensor, shape: tuple, node: Node, i: int) -> Tensor:
     if not ok:
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - "
                            f"got {list(gs)} but expected shape compatible with {list(shape)}")
-    dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape)
-                                      if s == 1 and gs[lead + k] != 1)
-    if dims:
-        g = g.sum(dims, keepdim=True)
+    inner = tuple(lead + k for k, s in enumerate(shape) if s == 1 and gs[lead + k] != 1)
+    if not inner:  # only leading dims to drop: the sum has the shape already (no view)
+        return g.sum(tuple(range(lead))) if lead else g
+    g = g.sum(tuple(range(lead)) + inner, keepdim=True)
     return g.view(shape) if g._shape != shape else g
 
 
@@ -232,27 +259,21 @@ def _call_tensor_pre_hooks(node: Node, grads: list) -> list:
 
 def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_grads,
                 taken: dict) -> None:
+    """Add ``grad`` into ``node.variable.grad`` (see NOTE [Stealing gradients])."""
     var = node.variable
     if grad is None:
         return
     if var._grad is None:
-        # A gradient tensor may be adopted as ``.grad`` once: a node can hand the same tensor
-        # to several inputs (add does), and leaves must not share their .grad memory.
-        owned = id(grad) not in taken
-        if owned:
-            for r in root_grads:
-                if grad is r:
-                    owned = False
-                    break
         if create_graph:
-            new = grad if owned else grad.clone()
-            if owned:
-                taken[id(grad)] = grad  # held: a dead tensor's id could be reused
-        elif owned and grad._base is None and grad.grad_fn is None and _contiguous(grad):
+            new = grad if _owned(grad, root_grads, taken) else grad.clone()
+            if new is grad:
+                taken[id(grad)] = grad
+        elif grad.grad_fn is None and _obeys_layout(grad, var) and \
+                _owned(grad, root_grads, taken) and _sole_view(grad):
             new = _detach(grad)
-            taken[id(grad)] = grad  # only adopted gradients are held (others may be freed)
+            taken[id(grad)] = grad
         else:
-            new = grad.detach().clone(memory_format="contiguous_format")
+            new = _clone_obeying_layout(grad.detach(), var)
         if type(var).grad is _GRAD_PROPERTY and new._dtype is var._dtype and \
                 new._device is var._device and new._shape == var._shape:
             var._grad = new  # what the setter would store after its checks
@@ -265,6 +286,52 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
     if var._post_hooks:
         for fn in list(var._post_hooks.values()):
             fn(var)
+
+
+def _owned(grad: Tensor, root_grads, taken: dict) -> bool:
+    """Whether ``grad`` may become a ``.grad`` as it is: not a root gradient the caller passed
+    and not already adopted by another leaf (a node may hand one tensor to several inputs)."""
+    if id(grad) in taken:
+        return False
+    for r in root_grads:
+        if grad is r:
+            return False
+    return True
+
+
+def _sole_view(grad: Tensor) -> bool:
+    """A gradient with no base, or a view that is the only holder of its whole base.
+
+    The base is then referenced by ``grad._base``, this frame's ``base`` and
+    ``getrefcount``'s argument; a fourth reference means someone else (a hook, the caller,
+    another view of it) sees that memory.
+    """
+    base = grad._base
+    if base is None:
+        return True
+    return base.grad_fn is None and _getrefcount(base) <= 3 and \
+        base.numel() == grad.numel()
+
+
+def _obeys_layout(grad: Tensor, var: Tensor) -> bool:
+    """torch's layout contract: a dense leaf's gradient has the leaf's strides, any other
+    leaf's gradient is contiguous."""
+    if grad._shape != var._shape:
+        return False
+    if grad._stride == var._stride:
+        return True
+    if _contiguous(var):  # size-1 dims may carry any stride
+        return _contiguous(grad)
+    return not is_non_overlapping_and_dense(var._shape, var._stride) and _contiguous(grad)
+
+
+def _clone_obeying_layout(grad: Tensor, var: Tensor) -> Tensor:
+    """A copy of ``grad`` laid out by the contract (``torch``'s ``clone_obey_contract``)."""
+    if grad._shape == var._shape and not _contiguous(var) and \
+            is_non_overlapping_and_dense(var._shape, var._stride):
+        return aten("empty_strided")(var._shape, var._stride, dtype=grad._dtype,
+                                     device=grad._device).copy_(grad)
+    return grad.clone(memory_format="contiguous_format")
 
 
 def _contiguous(t: Tensor) -> bool:
@@ -292,14 +359,14 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     With ``capture`` (``autograd.grad``) returns the gradients flowing into ``inputs``
     without touching ``.grad``; otherwise accumulates into leaves (only ``inputs`` if given).
     """
-    if tensors.__class__ is Tensor and not inputs and not capture and not create_graph and \
-            not anomaly._state.enabled and (grad_tensors is None or
-                                            grad_tensors.__class__ is Tensor):
-        _run_simple(tensors, grad_tensors, retain_graph)
-        return None
-    tensors = (tensors,) if tensors.__class__ is Tensor else _as_tuple(tensors)
-    grads = [None] * len(tensors) if grad_tensors is None else \
-        list(_as_tuple(grad_tensors)) or [None] * len(tensors)
+    if tensors.__class__ is Tensor:
+        tensors = (tensors,)
+        grads = [grad_tensors] if grad_tensors is None or grad_tensors.__class__ is Tensor \
+            else list(_as_tuple(grad_tensors))
+    else:
+        tensors = _as_tuple(tensors)
+        grads = [None] * len(tensors) if grad_tensors is None else \
+            list(_as_tuple(grad_tensors)) or [None] * len(tensors)
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(grads)} tensors and {len(tensors)} gradients")
     root_grads = _make_root_grads(tensors, grads, create_graph)
@@ -307,23 +374,26 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     if retain_graph is None:
         retain_graph = create_graph
 
-    targets, capture_at = {}, {}
-    for k, t in enumerate(inputs):
-        edge = gradient_edge(t)
-        if edge is None:
-            if capture:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-            raise RuntimeError("element of inputs does not require grad")
-        capture_at.setdefault(id(edge[0]), []).append((edge[1], k))
-        targets[id(edge[0])] = edge[0]
-    needed = _needed_nodes(root, set(targets)) if inputs else None
+    capture_at, needed = None, None
+    if inputs:
+        capture_at, targets = {}, {}
+        for k, t in enumerate(inputs):
+            edge = gradient_edge(t)
+            if edge is None:
+                if capture:
+                    raise RuntimeError("One of the differentiated Tensors does not require "
+                                       "grad")
+                raise RuntimeError("element of inputs does not require grad")
+            capture_at.setdefault(id(edge[0]), []).append((edge[1], k))
+            targets[id(edge[0])] = edge[0]
+        needed = _needed_nodes(root, set(targets))
     captured = [None] * len(inputs)
 
     deps = _dependencies(root)
-    taken: dict = {}
+    taken: dict = {}  # id -> gradient adopted as a .grad (held: ids of dead tensors recur)
     buffers: dict = {}
     ready: list = []
-    _feed(root, root.apply(()), buffers, deps, ready, needed)
+    _feed(root, root_grads, buffers, deps, ready, needed)
 
     prev = (_engine.callbacks, _engine.checkpoint_valid)
     _engine.callbacks = []
@@ -336,29 +406,42 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
         while ready:
             node = _heappop(ready)[2]
             in_grads = buffers.pop(node)
-            is_accumulate = node.__class__ is AccumulateGrad
-            if node._tensor_pre_hooks or node._retain_hooks or (
-                    is_accumulate and node.variable._hooks):
+            if node.__class__ is AccumulateGrad:
+                if node._tensor_pre_hooks is not None or node._retain_hooks is not None or \
+                        node.variable._hooks:
+                    in_grads = _call_tensor_pre_hooks(node, in_grads)
+                if capture_at is not None:
+                    at = capture_at.get(id(node))
+                    if at:
+                        for nr, k in at:
+                            captured[k] = in_grads[nr]
+                if capture or (needed is not None and id(node) not in needed):
+                    continue
+                _accumulate(node, in_grads[0], create_graph, root_grads, taken)
+                continue
+            if node._tensor_pre_hooks is not None or node._retain_hooks is not None:
                 in_grads = _call_tensor_pre_hooks(node, in_grads)
-            if capture_at:
+            if capture_at is not None:
                 at = capture_at.get(id(node))
                 if at:
                     for nr, k in at:
                         captured[k] = in_grads[nr]
-                    if capture and is_accumulate:
-                        continue
             if needed is not None and id(node) not in needed:
                 continue
-            if is_accumulate:
-                if not capture:
-                    _accumulate(node, in_grads[0], create_graph, root_grads, taken)
-                continue
-            _run_node(node, in_grads, retain_graph, buffers, deps, ready, needed)
+            if node._pre_hooks is None and node._post_hooks is None and \
+                    len(in_grads) == 1 and in_grads[0] is not None and \
+                    not anomaly._state.enabled:
+                outs = _apply_one(node, in_grads[0])
+                if not retain_graph:
+                    node.release_variables()
+                _feed(node, outs, buffers, deps, ready, needed)
+            else:
+                _run_node(node, in_grads, retain_graph, buffers, deps, ready, needed)
         callbacks = _engine.callbacks
         while callbacks:
             callbacks.pop(0)()
     finally:
-        grad_mode.grad_state().enabled = saved_grad_mode
+        grad_st.enabled = saved_grad_mode
         _engine.callbacks, _engine.checkpoint_valid = prev
         _engine.depth -= 1
     if capture:
@@ -371,90 +454,26 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     return None
 
 
-def _run_simple(tensor: Tensor, grad_tensor, retain_graph) -> None:
-    """``run_backward`` for one root tensor, no ``inputs``, ``create_graph`` or anomaly mode.
+def _apply_one(node: Node, grad: Tensor) -> tuple:
+    """The hot step: ``node`` with one incoming gradient, no hooks, no anomaly mode.
 
-    The same loop as NOTE [The backward loop], with the per-node steps inlined for the usual
-    node (no hooks, matching gradient metadata); anything else takes the general helpers.
+    What ``_run_node`` does in that case, with ``_validate``'s common case (every returned
+    gradient already has its input's shape and dtype) checked inline.
     """
-    root_grads = _make_root_grads((tensor,), (grad_tensor,), False)
-    root_grad = root_grads[0]
-    # The root node's one edge, fed directly (no _GraphRoot; its sequence number is drawn).
-    first = tensor.grad_fn
-    nr = tensor._output_nr
-    if first is None:
-        first, nr = _root_edges((tensor,))[0]
-    next(_sequence)
-    deps = _dependencies(first)
-    taken: dict = {}  # id -> gradient adopted as a .grad
-    ready: list = [(-first.sequence_nr, id(first), first)]
-    if first._num_outputs == 1:
-        buffers: dict = {first: [root_grad]}
-    else:
-        buf = [None] * first._num_outputs
-        buf[nr] = root_grad
-        buffers = {first: buf}
-    prev = (_engine.callbacks, _engine.checkpoint_valid)
-    _engine.callbacks = []
-    _engine.depth += 1
-    grad_st = grad_mode._grad
-    saved_grad_mode = grad_st.enabled
-    grad_st.enabled = False
     try:
-        while ready:
-            node = _heappop(ready)[2]
-            in_grads = buffers.pop(node)
-            is_accumulate = node.__class__ is AccumulateGrad
-            if node._tensor_pre_hooks is not None or node._retain_hooks is not None or (
-                    is_accumulate and node.variable._hooks):
-                in_grads = _call_tensor_pre_hooks(node, in_grads)
-            if is_accumulate:
-                grad = in_grads[0]
-                var = node.variable
-                if grad is not None and var._grad is None and grad is not root_grad and \
-                        grad.__class__ is Tensor and grad._base is None and \
-                        grad.grad_fn is None and grad._shape == var._shape and \
-                        grad._dtype is var._dtype and grad._device is var._device and \
-                        type(var).grad is _GRAD_PROPERTY and not var._post_hooks and \
-                        id(grad) not in taken and _contiguous(grad):
-                    # _accumulate's first-gradient case: adopt the gradient (detached)
-                    taken[id(grad)] = grad
-                    var._grad = _detach(grad)
-                else:
-                    _accumulate(node, grad, False, root_grads, taken)
-                continue
-            if node._pre_hooks is not None or node._post_hooks is not None or \
-                    anomaly._state.enabled or len(in_grads) != 1 or in_grads[0] is None:
-                _run_node(node, in_grads, retain_graph, buffers, deps, ready, None)
-                continue
-            # _run_node, inlined for one incoming gradient and no hooks
-            try:
-                outs = node.apply((in_grads[0],))
-            except Exception:
-                _anomaly_report(node)
-                raise
-            edges = node.next_functions
-            metas = node._in_meta
-            if len(outs) == len(edges) and metas:
-                # _validate's common case: every gradient already has its input's metadata
-                for g, edge, meta in zip(outs, edges, metas):
-                    if g is not None and edge[0] is not None and (
-                            g.__class__ is not Tensor or g._shape != meta[0] or
-                            g._dtype is not meta[1]):
-                        outs = _validate(node, outs)
-                        break
-            else:
-                outs = _validate(node, outs)
-            if not retain_graph:
-                node.release_variables()
-            _feed(node, outs, buffers, deps, ready, None)
-        callbacks = _engine.callbacks
-        while callbacks:
-            callbacks.pop(0)()
-    finally:
-        grad_st.enabled = saved_grad_mode
-        _engine.callbacks, _engine.checkpoint_valid = prev
-        _engine.depth -= 1
+        outs = node.apply((grad,))
+    except Exception:
+        _anomaly_report(node)
+        raise
+    edges = node.next_functions
+    metas = node._in_meta
+    if len(outs) == len(edges) and metas:
+        for g, edge, meta in zip(outs, edges, metas):
+            if g is not None and edge[0] is not None and (
+                    g.__class__ is not Tensor or g._shape != meta[0] or g._dtype is not meta[1]):
+                return _validate(node, outs)
+        return outs
+    return _validate(node, outs)
 
 
 def _run_node(node: Node, in_grads: list, retain_graph: bool, buffers, deps, ready, needed):
@@ -506,7 +525,10 @@ def _feed(node: Node, outs, buffers, deps, ready, needed) -> None:
         left = deps[nxt] - 1
         deps[nxt] = left
         if not left:
-            _heappush(ready, (-nxt.sequence_nr, id(nxt), nxt))
+            if nxt.__class__ is AccumulateGrad:
+                _heappush(ready, (_ACCUMULATE_FIRST, nxt.creation_nr, nxt))
+            else:
+                _heappush(ready, (-nxt.sequence_nr, 0, nxt))
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,

@@ -142,11 +142,13 @@ class Node:
 class AccumulateGrad(Node):
     """The sink of a leaf's gradient: accumulates into ``variable.grad``."""
 
-    __slots__ = ("variable",)
+    __slots__ = ("variable", "creation_nr")
 
     def __init__(self, variable: Tensor):
-        # Node.__init__'s slots, set here (one frame less: a leaf's node is made per graph)
-        next(_sequence)  # keeps sequence numbers what Node.__init__ would have made them
+        # Node.__init__'s slots, set here (one frame less: a leaf's node is made per graph).
+        # The drawn sequence number orders accumulators among themselves (NOTE [The backward
+        # loop] in engine.py): all of them share ``sequence_nr`` = inf.
+        self.creation_nr = next(_sequence)
         self.next_functions = ()
         self._num_outputs = 1
         self.variable = variable
