@@ -29,8 +29,13 @@ from ember.ops.namespaces import namespace_getattr
 bind_tensor_methods()
 
 
+# module-level hooks test runners look up (doctest collection imports this package)
+_TEST_RUNNER_HOOKS = frozenset({"setup_module", "setUpModule", "teardown_module",
+                                "tearDownModule", "setup", "teardown"})
+
+
 def __getattr__(name: str):
-    if name.startswith("__") or name == "pytest_plugins":
+    if name.startswith(("__", "pytest")) or name in _TEST_RUNNER_HOOKS:
         raise AttributeError(name)
     # a family module not imported yet wins over an operator namespace of the same name
     if importlib.util.find_spec(f"{__name__}.{name}") is not None:

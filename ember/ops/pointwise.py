@@ -735,7 +735,7 @@ def round(input, *, decimals=0, out=None):  # noqa: A001
     Shape: same as ``input``.
 
     Example:
-        >>> ember.round(ember.tensor([0.5, 1.5, 2.25]), decimals=1).tolist()
+        >>> ember.round(ember.tensor([0.5, 1.5, 2.25], dtype=ember.float64), decimals=1).tolist()
         [0.5, 1.5, 2.2]
     """
     return _spec(round_plan(input, decimals), out, "round")

@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 
 from ember.serialization import safetensors as safetensors
+
+# the command-line module is imported first so that the function below keeps the name ``scan``
+# (a later ``import ember.serialization.scan`` finds the module cached and rebinds nothing)
+from ember.serialization import scan as _scan_cli  # noqa: F401, E402
 from ember.serialization._common import (
     CheckpointError,
     UnpicklingError,
