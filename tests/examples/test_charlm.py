@@ -151,7 +151,7 @@ def _block_budget_mib(checkpointed_fraction: float) -> float:
     model = GPT(cfg)
     p = plan(list(model.blocks), ember.randn(4, 16, 32), 1 << 40)
     lowest = p.peak_for(range(3))
-    return (lowest + checkpointed_fraction * (p.plain_peak - lowest)) / 2**20
+    return (lowest + checkpointed_fraction * (p.plain_peak - lowest)) / charlm.MB
 
 
 @pytest.mark.parametrize("flags", [["--checkpoint-activations"],
@@ -171,6 +171,19 @@ def test_activation_checkpointing_trains_exactly_as_without(flags, tmp_path):
         np.testing.assert_array_equal(ckpt["model"].state_dict()[k].numpy(), v.numpy())
 
 
-def test_memory_budget_below_the_smallest_peak_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="below the smallest achievable peak"):
+def test_memory_budget_below_the_smallest_peak_is_refused_in_megabytes(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
         charlm.main(CKPT + ["--memory-budget", "0.001", "--out", str(tmp_path / "x.pt")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "--memory-budget: 0.001 MB is below the smallest achievable peak" in err
+    assert err.endswith(" MB with every block checkpointed")
+    assert not (tmp_path / "x.pt").exists()
+
+
+def test_memory_budget_is_reported_in_megabytes(tmp_path, capsys):
+    budget = _block_budget_mib(0.5)
+    charlm.main(CKPT + ["--memory-budget", f"{budget:.4f}", "--out", str(tmp_path / "x.pt")])
+    out = capsys.readouterr().out
+    assert f"(budget {float(f'{budget:.4f}'):g} MB; " in out and "MiB" not in out
