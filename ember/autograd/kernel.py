@@ -14,12 +14,24 @@ argument of that name (saved tensors are unpacked and version-checked), ``ctx.re
 saved output, ``ctx.shape_of(name)``/``ctx.dtype_of(name)`` the metadata of any tensor input, and
 ``ctx.needs_input_grad`` one bool per tensor input. It returns one gradient per tensor input
 (a list for a tensor-list argument), or a single tensor when there is one input.
+``ctx.stride_of(name)`` gives an input's strides when the rule declared ``strides=``.
+
+NOTE [Conditional saves]
+A rule saves only what the gradients it will compute read, as torch's derivatives do:
+``save={"input": "other", "other": "input"}`` (mul) keeps ``input`` only when ``other`` needs a
+gradient and ``other`` only when ``input`` does, so ``w * 2.0`` or ``x @ w`` with a constant
+``x`` keeps nothing it will not read (activation memory; a saved-tensors pack hook sees only
+real saves). The needs are known once the edges are made, so conditional saves are decided
+just after the argument scan. ``grad_fn._saved_<name>`` answers under torch's schema names
+(``self`` where ember's signature says ``input``): the saved value, None for a conditional
+save whose condition did not hold, AttributeError for an argument the rule never saves.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import NamedTuple
 
 from ember.autograd import anomaly
 from ember.autograd._ops import op as aten
@@ -104,7 +116,20 @@ class _Ctx:
         if value is _UNSAVED:
             raise AttributeError(f"{node.name()}: tensor argument {name!r} is not saved; add it "
                                  "to the rule's save=")
+        if value is _NOT_NEEDED:
+            raise AttributeError(f"{node.name()}: tensor argument {name!r} was saved only if "
+                                 f"{' or '.join(type(node).op._autograd.conds[name])} needed "
+                                 "a gradient")
         return value
+
+    def stride_of(self, name: str):
+        """Strides of tensor argument ``name`` at record time (the rule declares it in
+        ``strides=``)."""
+        try:
+            return self._node._bound[name + ".stride"]
+        except (KeyError, TypeError):
+            raise AttributeError(f"{self._node.name()}: the strides of {name!r} were not "
+                                 "recorded; add it to the rule's strides=") from None
 
     def shape_of(self, name: str):
         """Shape of tensor argument ``name`` at record time (a list for a tensor list)."""
@@ -132,7 +157,8 @@ class _Ctx:
         return tuple([e[0] is not None for e in self._node.next_functions])
 
 
-_UNSAVED = object()
+_UNSAVED = object()  # a tensor argument the rule never reads
+_NOT_NEEDED = object()  # a conditionally saved argument whose condition did not hold
 _NO_EDGE = (None, 0)
 _PLAIN_VALUES = frozenset((int, float, bool, str))
 _new = object.__new__
@@ -144,15 +170,32 @@ class OpNode(Node):
     __slots__ = ("_bound", "_result", "_meta_of", "_structure", "_out_meta", "_flat")
     rule: Callable = None
     op = None
+    saves_result = False
+    saved_names: frozenset = frozenset()
+    schema_names: dict = {}
     nondiff_outputs: frozenset = frozenset()  # outputs that never require grad (e.g. stats)
 
     def __getattr__(self, name: str):
-        # ``grad_fn._saved_<arg>`` / ``_saved_result``: saved values for inspection, as in torch
+        # ``grad_fn._saved_<arg>`` / ``_saved_result``: saved values for inspection, as in
+        # torch, under torch's schema names (``MulBackward0._saved_self``)
         if name.startswith("_saved_"):
-            arg = name[len("_saved_"):]
-            ctx = _Ctx(self)
-            return getattr(ctx, arg)
+            return self._saved(name[len("_saved_"):], name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def _saved(self, arg: str, attr: str):
+        cls = type(self)
+        arg = cls.schema_names.get(arg, arg)
+        if arg.startswith("result"):
+            if not cls.saves_result:
+                raise AttributeError(f"'{cls.__name__}' object has no attribute '{attr}'")
+        else:
+            bound = self._bound
+            value = bound.get(arg, _UNSAVED) if bound is not None else None
+            if value is _UNSAVED or arg.endswith(".stride"):
+                raise AttributeError(f"'{cls.__name__}' object has no attribute '{attr}'")
+            if value is _NOT_NEEDED:
+                return None
+        return getattr(_Ctx(self), arg)
 
     def apply(self, grads: tuple) -> tuple:
         if self._bound is None and self._released:
@@ -258,39 +301,93 @@ def _check_inplace(op_name: str, t: Tensor) -> None:
                            "you want the inplace to be tracked).")
 
 
+class _Recording(NamedTuple):
+    """What ``_record`` needs to know about a differentiable op, computed once."""
+
+    cls: type
+    bind: Callable
+    params: tuple
+    now: frozenset  # tensor arguments saved as the arguments are scanned
+    later: frozenset  # tensor arguments decided after the scan (conditions, in-place, strides)
+    saves: frozenset  # every tensor argument the rule may read
+    conds: dict  # argument -> names of which one must need a gradient for it to be saved
+    strides: frozenset  # arguments whose strides the rule reads (``ctx.stride_of``)
+    save_result: bool
+    inplace: bool
+    which: frozenset | None  # outputs saved (None: all)
+    positional: tuple | None
+
+
+def _save_spec(save) -> tuple[tuple, dict]:
+    """``save=`` as (always-saved names, {name: condition names})."""
+    if isinstance(save, dict):
+        always = tuple(k for k, v in save.items() if v is None or v is True)
+        conds = {k: (v,) if isinstance(v, str) else tuple(v) for k, v in save.items()
+                 if not (v is None or v is True)}
+        return always, conds
+    return tuple(save), {}
+
+
 def register_derivative(op, rule: Callable, *, save=(), signature: Callable | None = None,
-                        name: str | None = None, nondifferentiable_outputs=()) -> type:
+                        name: str | None = None, nondifferentiable_outputs=(),
+                        strides=()) -> type:
     """Make ``op`` differentiable with ``rule`` (see NOTE [Recording an op]).
 
     Args:
         op: the Operator.
         rule: ``rule(ctx, *grads)`` returning one gradient per tensor input.
-        save: names of tensor arguments the rule reads, and ``"result"`` (every output) or
-            ``"result<i>"`` (output ``i`` only, e.g. ``"result1"`` for returned indices).
+        save: names of the tensor arguments the rule reads, and ``"result"`` (every output)
+            or ``"result<i>"`` (output ``i`` only, e.g. ``"result1"`` for returned indices).
+            A dict saves conditionally (NOTE [Conditional saves]): ``{"input": "other",
+            "other": "input"}`` saves ``input`` only when ``other`` needs a gradient and the
+            reverse; a value of None saves always.
         signature: a function with the op's Python signature (default: its Meta rule or
             view geometry).
         name: the Node class name (default ``<Op>Backward0``).
         nondifferentiable_outputs: indices of outputs that never require grad (torch's
             ``output_differentiability``), e.g. the saved statistics of a fused norm.
+        strides: tensor arguments whose strides at record time the rule reads with
+            ``ctx.stride_of`` (to lay a gradient out like its input, as ``mm`` does).
     """
     sig = signature or getattr(op, "meta_rule", None) or getattr(op, "geometry", None)
     if sig is None:
         raise TypeError(f"register_derivative: no signature known for {op!r}")
     params = [p for p in inspect.signature(sig).parameters if p != "out"]
-    save = tuple(save)
+    always, conds = _save_spec(save)
+    results = tuple(s for s in always if s.startswith("result"))
+    if any(s.startswith("result") for s in conds):
+        raise TypeError("register_derivative: outputs cannot be saved conditionally")
+    inputs = frozenset(s for s in always if s not in results)
+    saves = inputs | frozenset(conds)
+    inplace = Tag.inplace in op.tags
     cls = type(name or f"{_camel(op.name)}Backward0", (OpNode,), {
         "__slots__": (), "rule": staticmethod(rule), "op": op,
-        "saves_anything": bool(save), "nondiff_outputs": frozenset(nondifferentiable_outputs)})
+        "saves_anything": bool(saves or results),
+        "saves_result": bool(results),
+        "saved_names": saves,
+        "schema_names": _schema_names(op, params),
+        "nondiff_outputs": frozenset(nondifferentiable_outputs)})
     op.derivative = cls
-    results = tuple(s for s in save if s.startswith("result"))
     which = None if "result" in results or not results else \
         frozenset(int(s[len("result"):]) for s in results)
     bind = _binder(sig)
-    op._autograd = (cls, bind, params, tuple(s for s in save if s not in results),
-                    bool(results), Tag.inplace in op.tags, Tag.view in op.tags, which,
-                    bind.positional)
+    strides = frozenset(strides)
+    op._autograd = _Recording(
+        cls, bind, tuple(params), frozenset() if inplace else inputs,
+        frozenset(conds) | strides | (inputs if inplace else frozenset()), saves, conds,
+        strides, bool(results), inplace, which, bind.positional)
     op.register(AliasKey.Autograd, autograd_kernel, with_keyset=True)
     return cls
+
+
+def _schema_names(op, params: list) -> dict:
+    """torch's schema argument name -> this rule's argument name, where they differ (the
+    schema says ``self``, ember's signature ``input``), for ``grad_fn._saved_<name>``."""
+    schema = getattr(op, "schema", None)
+    args = [a.name for a in getattr(schema, "arguments", ()) if a.name != "out"]
+    if len(args) != len(params):
+        return {}
+    return {a: p for a, p in zip(args, params) if a != p}
 
 
 def autograd_kernel(op, ks: int, *args, **kwargs):
@@ -333,35 +430,42 @@ def _mark_no_grad_view(args, out) -> None:
 
 
 def _record(op, ks: int, args, kwargs):
-    cls, bind, params, saves, save_result, inplace, is_view, which, positional = op._autograd
-    if positional is not None and not kwargs:  # bind(args, kwargs), inlined
-        bound = dict(positional[1])
-        bound.update(zip(positional[0], args))
+    """Record ``op``'s node, run it below autograd, attach the node to its outputs.
+
+    One pass over the arguments makes the edges, the input metadata and the unconditional
+    saves; saves that depend on which inputs need a gradient, saves of an in-place op (after
+    its checks, so a pack hook never sees a refused call) and strides follow in ``_late``.
+    """
+    r = op._autograd
+    if r.positional is not None and not kwargs:  # bind(args, kwargs), inlined
+        bound = dict(r.positional[1])
+        bound.update(zip(r.positional[0], args))
     else:
-        bound = bind(args, kwargs)
+        bound = r.bind(args, kwargs)
         if bound.get("out") is not None:
             raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires "
                                "grad.")
-    if inplace:
-        return _record_general(op, ks, args, kwargs, bound)
-    # The out-of-place case: one pass over the arguments makes the edges and saves.
-    node = _new(cls)  # OpNode: the slots Node.__init__ would set are all set here
+    node = _new(r.cls)  # OpNode: the slots Node.__init__ would set are all set here
     node.sequence_nr = next(_sequence)
+    now, later = r.now, r.later
     edges, metas, meta_of = [], [], {}
     structure = None  # built only when a tensor-list argument appears
-    for name in params:
+    pending = None
+    self_t = None
+    for name in r.params:
         v = bound.get(name)
         if v is None or v.__class__ in _PLAIN_VALUES:
             continue
         if isinstance(v, Tensor):
+            if self_t is None:
+                self_t = v
             fn = v.grad_fn
             edges.append((fn, v._output_nr) if fn is not None else
                          gradient_edge(v) or _NO_EDGE)
             meta = (v._shape, v._dtype)
             metas.append(meta)
             meta_of[name] = meta
-            bound[name] = save_input(v) if name in saves else _UNSAVED
             if structure is not None:
                 structure.append(None)
         elif isinstance(v, list | tuple) and v and all(isinstance(t, Tensor) for t in v):
@@ -372,7 +476,20 @@ def _record(op, ks: int, args, kwargs):
                 edges.append(gradient_edge(t) or _NO_EDGE)
                 metas.append((t._shape, t._dtype))
             meta_of[name] = metas[-len(v):]
-            bound[name] = [SavedTensor(t) for t in v] if name in saves else _UNSAVED
+            if name in now:
+                bound[name] = [save_input(t) for t in v]
+                continue
+        else:
+            continue
+        if name in now:
+            bound[name] = save_input(v)
+        elif name in later:
+            if pending is None:
+                pending = [name]
+            else:
+                pending.append(name)
+        else:
+            bound[name] = _UNSAVED
     node.next_functions = tuple(edges)
     node._in_meta = tuple(metas)
     if structure is None:
@@ -382,14 +499,18 @@ def _record(op, ks: int, args, kwargs):
         node._structure = tuple(structure)
         node._flat = False
     node._meta_of = meta_of
-    node._bound = bound
     node._result = None
+    if r.inplace:
+        _check_inplace(op.name, self_t)
+    if pending is not None:
+        _late(r, node, bound, pending, self_t)
+    node._bound = bound
     if anomaly._state.enabled:
         anomaly.record_stack(node)
     fn = op._cache.get(ks)  # op.lookup(ks), inlined
     out = (fn if fn is not None else op._compute(ks))(*args, **kwargs)
-    if out.__class__ is not Tensor:
-        return _mark_outputs(out, node, False, None, save_result, which)
+    if out.__class__ is not Tensor or r.inplace:
+        return _mark_outputs(out, node, r.inplace, self_t, r.save_result, r.which)
     node._num_outputs = 1
     node._out_meta = ((out._shape, out._dtype),)
     if out._dtype.category == _FLOATING:  # mark_requires_grad(out, node, 0), inlined
@@ -397,76 +518,42 @@ def _record(op, ks: int, args, kwargs):
         out._output_nr = 0
         out._ver.keys |= 1 << AUTOGRAD_KEY_OF_DEVICE[out._device.type]
         out._mkey = None
-    if save_result:
+    if r.save_result:
         node._result = SavedTensor(out, node, is_output=True)
     return out
 
 
-def _record_general(op, ks: int, args, kwargs, bound):
-    cls, bind, params, saves, save_result, inplace, is_view, which, positional = op._autograd
-    inputs = []  # (name, tensor or list of tensors) per tensor-valued argument, in order
-    for name in params:
-        v = bound.get(name)
-        if isinstance(v, Tensor):
-            inputs.append((name, v))
-        elif v is None or v.__class__ in _PLAIN_VALUES:
+def _late(r: _Recording, node: OpNode, bound: dict, names: list, self_t) -> None:
+    """The saves ``_record`` left for after its scan (see NOTE [Conditional saves])."""
+    needs = _needs_by_name(node) if r.conds else None
+    for name in names:
+        v = bound[name]
+        if name in r.strides:
+            bound[name + ".stride"] = [t._stride for t in v] if isinstance(v, list | tuple) \
+                else v._stride
+        if name not in r.saves:
+            bound[name] = _UNSAVED
             continue
-        elif isinstance(v, list | tuple) and v and all(isinstance(t, Tensor) for t in v):
-            inputs.append((name, list(v)))
-    node = _new(cls)  # OpNode: the slots Node.__init__ would set are all set here
-    node.sequence_nr = next(_sequence)
-    edges, metas, structure, meta_of = [], [], [], {}
-    flat = True
-    for name, v in inputs:
-        if v.__class__ is list:
-            flat = False
-            structure.append(len(v))
-            for t in v:
-                edges.append(gradient_edge(t) or _NO_EDGE)
-                metas.append((t._shape, t._dtype))
-            meta_of[name] = metas[-len(v):] if v else []
-            if not inplace:
-                bound[name] = [SavedTensor(t) for t in v] if name in saves else _UNSAVED
+        cond = r.conds.get(name)
+        if cond is not None and not any(needs.get(c, False) for c in cond):
+            bound[name] = _NOT_NEEDED
+        elif isinstance(v, list | tuple):
+            bound[name] = [save_input(t) for t in v]
+        elif r.inplace and v is self_t:
+            bound[name] = SavedTensor(v.clone())  # the op is about to overwrite it
         else:
-            structure.append(None)
-            fn = v.grad_fn
-            edges.append((fn, v._output_nr) if fn is not None else
-                         gradient_edge(v) or _NO_EDGE)
-            meta = (v._shape, v._dtype)
-            metas.append(meta)
-            meta_of[name] = meta
-            if not inplace:
-                bound[name] = SavedTensor(v) if name in saves else _UNSAVED
-    self_t = inputs[0][1] if inputs else None
-    if inplace:
-        # checked before anything is saved: a pack hook must not see a refused call
-        _check_inplace(op.name, self_t)
-        for name, v in inputs:
-            if name in saves:
-                if v.__class__ is list:
-                    bound[name] = [SavedTensor(t) for t in v]
-                else:
-                    bound[name] = SavedTensor(v.clone() if v is self_t else v)
-            else:
-                bound[name] = _UNSAVED
-    node.next_functions = tuple(edges)
-    node._in_meta = tuple(metas)
-    node._structure = tuple(structure)
-    node._flat = flat
-    node._meta_of = meta_of
-    node._bound = bound
-    node._result = None
-    if anomaly._state.enabled:
-        anomaly.record_stack(node)
-    return _run_and_mark(op, ks, args, kwargs, node, inplace, self_t, save_result, which)
+            bound[name] = save_input(v)
 
 
-def _run_and_mark(op, ks: int, args, kwargs, node, inplace: bool, self_t, save_result: bool,
-                  which):
-    """Run ``op`` below autograd and give its outputs ``node`` as history."""
-    fn = op._cache.get(ks)  # op.lookup(ks), inlined
-    out = (fn if fn is not None else op._compute(ks))(*args, **kwargs)
-    return _mark_outputs(out, node, inplace, self_t, save_result, which)
+def _needs_by_name(node: OpNode) -> dict:
+    """Tensor argument name -> whether it (any tensor of a list) needs a gradient."""
+    edges = node.next_functions
+    out, i = {}, 0
+    for name, meta in node._meta_of.items():
+        n = len(meta) if meta.__class__ is list else 1
+        out[name] = any(e[0] is not None for e in edges[i:i + n])
+        i += n
+    return out
 
 
 def _mark_outputs(out, node, inplace: bool, self_t, save_result: bool, which):
@@ -623,9 +710,10 @@ def _inplace_or_view_kernel(op, ks: int, *args, **kwargs):
 def install_autograd_fallback() -> None:
     """Ops without a derivative rule get a node that raises in backward; in-place ops refuse
     inference tensors outside inference mode (the ADInplaceOrView kernel)."""
-    from ember.dispatch import all_ops, register_fallback
+    from ember.dispatch import FALLTHROUGH, Kernel, register_fallback
+    from ember.dispatch.dispatcher import PerOpFallback
     register_fallback(AliasKey.Autograd, _not_implemented_fallback, with_keyset=True)
-    for op in all_ops():
-        if Tag.inplace in op.tags and DispatchKey.ADInplaceOrView not in op._direct:
-            op.register(DispatchKey.ADInplaceOrView, _inplace_or_view_kernel, with_keyset=True)
+    inplace = Kernel(_inplace_or_view_kernel, True, "ADInplaceOrView (in-place)")
+    register_fallback(DispatchKey.ADInplaceOrView, PerOpFallback(
+        lambda op: inplace if op._is_inplace else FALLTHROUGH, "backend fallback"))
 

@@ -76,17 +76,19 @@ def composite(schema: str, *, method: str | bool = True, tags=()) -> Callable:
 
 
 def derivative(op: Operator, *, save=(), signature: Callable | None = None,
-               nondifferentiable_outputs=()):
+               nondifferentiable_outputs=(), strides=()):
     """Declare ``op``'s derivative rule (see NOTE [Recording an op] in ember/autograd/kernel.py).
 
     The decorated ``rule(ctx, *grads)`` returns one gradient per tensor input; ``save`` names
-    the tensor arguments (or ``"result"``) it reads; ``nondifferentiable_outputs`` lists output
-    indices that never require grad.
+    the tensor arguments (or ``"result"``) it reads, a dict saving some only when others need a
+    gradient (NOTE [Conditional saves]); ``nondifferentiable_outputs`` lists output indices
+    that never require grad; ``strides`` names arguments whose strides the rule reads.
     """
 
     def deco(rule: Callable) -> Callable:
         register_derivative(op, rule, save=save, signature=signature,
-                            nondifferentiable_outputs=nondifferentiable_outputs)
+                            nondifferentiable_outputs=nondifferentiable_outputs,
+                            strides=strides)
         return rule
 
     return deco

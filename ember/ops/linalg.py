@@ -261,28 +261,66 @@ def matmul(input, other, *, out=None):
     return Spec(shape, input._dtype)
 
 
-@derivative(matmul, save=("input", "other"))
+# NOTE [mm gradient layout]
+# The gradient of an mm operand is computed in that operand's layout when the operand is a
+# transposed contiguous matrix (column-major: strides ``(1, rows)``), as torch does:
+# ``(mat2 @ grad^T)^T`` rather than ``grad @ mat2^T``. The usual such operand is
+# ``weight.t()`` of a ``Linear``; its gradient then comes out of ``t``'s backward contiguous,
+# with the weight's own layout, and the engine adopts it as ``weight.grad`` without a copy
+# (NOTE [Stealing gradients] in ember/autograd/engine.py).
+def _column_major(shape: tuple, stride: tuple) -> bool:
+    return stride[0] == 1 and stride[1] == shape[0]
+
+
+def mm_mat1_grad(grad: Tensor, mat2: Tensor, shape: tuple, stride: tuple) -> Tensor:
+    """``grad @ mat2^T``, laid out like ``mat1`` (``shape``/``stride``) when that is
+    column-major (NOTE [mm gradient layout])."""
+    if _column_major(shape, stride):
+        return mm(mat2, grad.mT).mT
+    return mm(grad, mat2.mT)
+
+
+def mm_mat2_grad(grad: Tensor, mat1: Tensor, shape: tuple, stride: tuple) -> Tensor:
+    """``mat1^T @ grad``, laid out like ``mat2`` (``shape``/``stride``) when that is
+    column-major (NOTE [mm gradient layout])."""
+    if _column_major(shape, stride):
+        return mm(grad.mT, mat1).mT
+    return mm(mat1.mT, grad)
+
+
+@derivative(matmul, save={"input": "other", "other": "input"}, strides=("input", "other"))
 def _matmul_backward(ctx, grad):
-    a, b = ctx.input, ctx.other
     need_a, need_b = ctx.needs_input_grad
-    if a.ndim == 1 and b.ndim == 1:
+    a_shape, b_shape = ctx.shape_of("input"), ctx.shape_of("other")
+    a = ctx.input if need_b else None  # each operand is saved only for the other's gradient
+    b = ctx.other if need_a else None
+    if len(a_shape) == 1 and len(b_shape) == 1:
         return grad * b if need_a else None, grad * a if need_b else None
     # Promote 1-d operands to matrices (a row on the left, a column on the right) and put
     # their removed dim back into grad; batch dims that broadcast are summed by the engine.
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-    g = grad.unsqueeze(-2) if a.ndim == 1 else grad
-    g = g.unsqueeze(-1) if b.ndim == 1 else g
-    (m, k), p = a2.shape[-2:], b2.shape[-1]
+    a2 = None if a is None else a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = None if b is None else b.unsqueeze(-1) if b.ndim == 1 else b
+    g = grad.unsqueeze(-2) if len(a_shape) == 1 else grad
+    g = g.unsqueeze(-1) if len(b_shape) == 1 else g
+    a2_shape = (1, *a_shape) if len(a_shape) == 1 else a_shape
+    b2_shape = (*b_shape, 1) if len(b_shape) == 1 else b_shape
+    (m, k), p = a2_shape[-2:], b2_shape[-1]
     ga = gb = None
-    if a2.ndim == 2 and b2.ndim == 2:
-        ga = mm(g, b2.mT) if need_a else None
-        gb = mm(a2.mT, g) if need_b else None
-    elif b2.ndim == 2:  # (*, m, k) @ (k, p): b's gradient folds the batch into the rows
+    if len(a2_shape) == 2 and len(b2_shape) == 2:
+        if need_a:
+            ga = mm_mat1_grad(g, b2, a2_shape, ctx.stride_of("input")) if len(a_shape) == 2 \
+                else mm(g, b2.mT)
+        if need_b:
+            gb = mm_mat2_grad(g, a2, b2_shape, ctx.stride_of("other")) if len(b_shape) == 2 \
+                else mm(a2.mT, g)
+    elif len(b2_shape) == 2:  # (*, m, k) @ (k, p): b's gradient folds the batch into the rows
         ga = matmul(g, b2.mT) if need_a else None
-        gb = mm(a2.reshape(a2.numel() // k if k else 0, k).mT,
-                g.reshape(g.numel() // p if p else 0, p)) if need_b else None
-    elif a2.ndim == 2:  # (m, k) @ (*, k, p): a's gradient folds the batch into the columns
+        if need_b:
+            rows = a2.reshape(a2.numel() // k if k else 0, k)
+            g2 = g.reshape(g.numel() // p if p else 0, p)
+            gb = mm_mat2_grad(g2, rows, b2_shape, ctx.stride_of("other")) \
+                if len(b_shape) == 2 else mm(rows.mT, g2)
+    elif len(a2_shape) == 2:  # (m, k) @ (*, k, p): a's gradient folds the batch into the columns
         if need_a:
             rows = b2.movedim(-2, 0).reshape(k, b2.numel() // k if k else 0)
             ga = mm(g.movedim(-2, 0).reshape(m, g.numel() // m if m else 0), rows.mT)
@@ -290,9 +328,9 @@ def _matmul_backward(ctx, grad):
     else:
         ga = matmul(g, b2.mT) if need_a else None
         gb = matmul(a2.mT, g) if need_b else None
-    if ga is not None and a.ndim == 1:
+    if ga is not None and len(a_shape) == 1:
         ga = ga.squeeze(-2)
-    if gb is not None and b.ndim == 1:
+    if gb is not None and len(b_shape) == 1:
         gb = gb.squeeze(-1)
     return ga, gb
 
@@ -316,11 +354,13 @@ def mm(input, mat2, *, out=None):
     return Spec(shape, input._dtype)
 
 
-@derivative(mm, save=("input", "mat2"))
+@derivative(mm, save={"input": "mat2", "mat2": "input"}, strides=("input", "mat2"))
 def _mm_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad
-    return (mm(grad, ctx.mat2.mT) if need_a else None,
-            mm(ctx.input.mT, grad) if need_b else None)
+    return (mm_mat1_grad(grad, ctx.mat2, ctx.shape_of("input"), ctx.stride_of("input"))
+            if need_a else None,
+            mm_mat2_grad(grad, ctx.input, ctx.shape_of("mat2"), ctx.stride_of("mat2"))
+            if need_b else None)
 
 
 def _bmm_shape(b1: Tensor, b2: Tensor) -> tuple:
@@ -538,8 +578,10 @@ def _fused_input_grad(ctx, grad):
 def _addmm_backward(ctx, grad):
     _, need_a, need_b = ctx.needs_input_grad
     return (_fused_input_grad(ctx, grad),
-            _scale(mm(grad, ctx.b.mT), ctx.alpha) if need_a else None,
-            _scale(mm(ctx.a.mT, grad), ctx.alpha) if need_b else None)
+            _scale(mm_mat1_grad(grad, ctx.b, ctx.shape_of("a"), ctx.stride_of("a")), ctx.alpha)
+            if need_a else None,
+            _scale(mm_mat2_grad(grad, ctx.a, ctx.shape_of("b"), ctx.stride_of("b")), ctx.alpha)
+            if need_b else None)
 
 
 def _addmv_backward(ctx, grad):
@@ -566,8 +608,10 @@ def _baddbmm_backward(ctx, grad):
 # The in-place forms share the rule: it reads only the two factors, never ``self``.
 for _op, _rule in ((addmm, _addmm_backward), (addmv, _addmv_backward),
                    (addbmm, _addbmm_backward), (baddbmm, _baddbmm_backward)):
-    derivative(_op, save=("a", "b"))(_rule)
-    derivative(FUSED_INPLACE[_op.name], save=("a", "b"))(_rule)
+    # each factor is saved only for the other's gradient (torch's saves)
+    _strides = ("a", "b") if _op is addmm else ()
+    derivative(_op, save={"a": "b", "b": "a"}, strides=_strides)(_rule)
+    derivative(FUSED_INPLACE[_op.name], save={"a": "b", "b": "a"}, strides=_strides)(_rule)
 
 
 @operator("kron(Tensor self, Tensor other, *, Tensor(a!)? out=None) -> Tensor")

@@ -81,7 +81,7 @@ class Binary(NamedTuple):
 class Grad(NamedTuple):
     """A table row's derivative rule: ``rule(ctx, grad)`` and the tensors it reads."""
 
-    save: tuple
+    save: tuple | dict  # a dict saves conditionally (NOTE [Conditional saves])
     rule: Callable
 
 
@@ -246,7 +246,8 @@ _IO = ("input", "other")
 BINARY_GRADS = {
     "add": Grad((), lambda c, g: _add_grad(c, g, False)),
     "sub": Grad((), lambda c, g: _add_grad(c, g, True)),
-    "mul": Grad(_IO, lambda c, g: _mul_grad(c, g)),
+    # each operand is saved only for the other's gradient, as torch (``w * 2.0`` saves none)
+    "mul": Grad({"input": "other", "other": "input"}, lambda c, g: _mul_grad(c, g)),
     # floor_divide has no rule: torch has no formula for it and its backward refuses.
     "remainder": Grad(_IO, lambda c, g: _remainder_grad(c, g)),
     "fmod": Grad(_IO, lambda c, g: _grads(c, lambda: g, lambda: -g * div(
@@ -708,14 +709,14 @@ def div_(self, other, *, rounding_mode=None):
 INPLACE["div"] = div_
 
 
-@_derive(div, div_, save=("input", "other"))
+@_derive(div, div_, save={"input": "other", "other": None})  # torch's saves
 def _div_backward(ctx, grad):
     if ctx.rounding_mode is not None:  # piecewise constant: zeros, as torch
         return _grads(ctx, lambda: zeros_like(grad), lambda: zeros_like(grad))
-    a, b = ctx.input, ctx.other
+    b = ctx.other
     needs = ctx.tensor_needs("input", "other")
     return _pair(needs, grad / b if needs[0] else None,
-                 -grad * ((a / b) / b) if needs[1] else None)
+                 -grad * ((ctx.input / b) / b) if needs[1] else None)
 
 
 __all__ += ["div", "div_"]
