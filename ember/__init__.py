@@ -70,6 +70,8 @@ from ember.ops.random import *  # noqa: F403
 from ember.ops.reduction import *  # noqa: F403
 from ember.ops.scatter_gather import *  # noqa: F403
 from ember.ops.shape import *  # noqa: F403
+from ember.ops.special import *  # noqa: F403
+from ember.ops.tensor_api import *  # noqa: F403
 from ember.ops.views import *  # noqa: F403
 from ember.serialization import load, save
 from ember.tensor import Size, Tensor, from_numpy

@@ -1,0 +1,492 @@
+"""Special and miscellaneous pointwise functions of torch's top level.
+
+``xlogy``, ``signbit``, ``sgn``, ``heaviside``, ``deg2rad``/``rad2deg``, ``float_power``,
+``nextafter``, ``i0``, ``polygamma`` and ``mvlgamma``, with their in-place twins. Most are
+composites of the pointwise family (their gradients follow from the ops they call, as torch's
+own composites do); ``heaviside``, ``nextafter`` and ``i0`` need values NumPy gives directly and
+are operators with CPU kernels in ``ember.backends.cpu.special``. Composites that torch runs in
+opmath compute half types in float32 and round once, as torch does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ember.autograd.grad_mode import is_grad_enabled
+from ember.core import dtype as dt
+from ember.ops._define import TENSOR_METHODS, Spec, Tag, composite, derivative, operator
+from ember.ops._promotion import Promotion
+from ember.ops.creation import arange, full, ones_like, zeros_like
+from ember.ops.pointwise import (
+    ANY,
+    FLT,
+    Binary,
+    Unary,
+    _grads,
+    binary_plan,
+    check_inplace,
+    check_out,
+    copysign,
+    digamma,
+    lgamma,
+    unary_plan,
+    where,
+)
+from ember.tensor import Tensor
+
+__all__ = ["xlogy", "xlogy_", "signbit", "sgn", "heaviside", "deg2rad", "deg2rad_", "rad2deg",
+           "rad2deg_", "float_power", "nextafter", "i0", "i0_", "polygamma", "mvlgamma"]
+
+P = Promotion
+_HALF = (dt.float16, dt.bfloat16)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _tensor_of(x, dtype: dt.DType, device) -> Tensor:
+    """``x`` as a tensor of ``dtype`` (Python scalars become 0-d tensors)."""
+    if isinstance(x, Tensor):
+        return x if x._dtype is dtype else x.to(dtype)
+    return full((), x, dtype=dtype, device=device)
+
+
+def _device_of(*args):
+    return next(a._device for a in args if isinstance(a, Tensor))
+
+
+def _opmath(d: dt.DType) -> dt.DType:
+    """The dtype torch computes ``d`` in: float32 for half types."""
+    return dt.float32 if d in _HALF else d
+
+
+def _to_float(x: Tensor) -> Tensor:
+    """Integral and bool tensors become the default float dtype (INT_TO_FLOAT promotion)."""
+    return x if x._dtype.is_floating_point else x.to(dt.get_default_dtype())
+
+
+def write_out(result: Tensor, out: Tensor | None, name: str = "") -> Tensor:
+    """``result``, or ``result`` copied into ``out`` (checked and resized as torch's ``out=``)."""
+    if out is None:
+        return result
+    check_out(out, result._shape, result._dtype, name)
+    if out._shape != result._shape:
+        out.resize_(result._shape)
+    return out.copy_(result)
+
+
+def _inplace_twin(fn: Callable, name: str) -> Callable:
+    """The in-place twin of composite ``fn``: ``self.copy_(fn(self, ...))``.
+
+    ``fn`` runs on a clone when autograd records, so the tensors its backward saves are not
+    the ones the copy overwrites. The result must keep ``self``'s shape and cast to its dtype.
+    """
+
+    def twin(self: Tensor, *args, **kwargs) -> Tensor:
+        if not isinstance(self, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(self).__name__}")
+        src = self.clone() if is_grad_enabled() else self
+        result = fn(src, *args, **kwargs)
+        check_inplace(self, result._shape, result._dtype)
+        return self.copy_(result)
+
+    twin.__name__ = twin.__qualname__ = name
+    twin.__doc__ = f"In-place :func:`{name[:-1]}`; bumps ``self``'s version once."
+    return twin
+
+
+def _export_twin(fn: Callable, name: str) -> Callable:
+    twin = _inplace_twin(fn, name)
+    TENSOR_METHODS[name] = twin
+    return twin
+
+
+# -- xlogy --------------------------------------------------------------------------------------
+XLOGY_ROW = Binary(P.INT_TO_FLOAT, ANY, True, True, True, "")
+
+
+@operator("xlogy.Tensor(Tensor self, Tensor other, *, Tensor(a!)? out=None) -> Tensor",
+          (Tag.pointwise,))
+def xlogy(input, other, *, out=None):
+    """``input * log(other)``, 0 where ``input == 0`` and NaN where ``other`` is NaN.
+
+    Args:
+        input, other: tensors or Python scalars (one must be a tensor), broadcast together;
+            integers promote to the default float dtype. out: optional output tensor.
+
+    Shape: the broadcast of ``input`` and ``other``.
+
+    Example:
+        >>> ember.xlogy(ember.tensor([0.0, 2.0]), ember.tensor([0.0, 1.0])).tolist()
+        [0.0, 0.0]
+    """
+    shape, _, res = binary_plan("xlogy", XLOGY_ROW, input, other)
+    if out is not None:
+        check_out(out, shape, res)
+    return Spec(shape, res)
+
+
+@derivative(xlogy, save=("input", "other"))
+def _xlogy_backward(ctx, grad):
+    """torch's rule: ``xlogy(grad, other)`` zeroed where ``input == 0 and other <= 0``, and
+    ``grad * input / other``."""
+    x, y = ctx.input, ctx.other
+
+    def d_input():
+        g = xlogy(grad, y)
+        return where((x == 0) & (y <= 0), 0.0, g) if isinstance(y, Tensor) else \
+            (g if y > 0 else where(x == 0, 0.0, g))
+
+    return _grads(ctx, d_input, lambda: grad * x / y)
+
+
+xlogy_ = _export_twin(xlogy, "xlogy_")
+
+
+# -- sign-like --------------------------------------------------------------------------------
+@composite("signbit(Tensor self, *, Tensor(a!)? out=None) -> Tensor")
+def signbit(input, *, out=None):
+    """Whether the sign bit of each element is set (True for -0.0 and negative NaN).
+
+    Shape: same as ``input``; the result is bool. Integers test ``input < 0``.
+
+    Example:
+        >>> ember.signbit(ember.tensor([-0.0, 0.0, -2.0])).tolist()
+        [True, False, True]
+    """
+    _require("signbit", input)
+    if input._dtype.is_floating_point:
+        value = copysign(ones_like(input), input) < 0
+    else:
+        value = input < 0 if input._dtype is not dt.bool_ else zeros_like(input)
+    return write_out(value, out, "signbit")
+
+
+@composite("sgn(Tensor self, *, Tensor(a!)? out=None) -> Tensor")
+def sgn(input, *, out=None):
+    """``input / |input|`` extended to 0 at 0; for real tensors the same as :func:`sign`.
+
+    Example:
+        >>> ember.sgn(ember.tensor([-3.0, 0.0, 2.0])).tolist()
+        [-1.0, 0.0, 1.0]
+    """
+    _require("sgn", input)
+    return write_out(input.sign(), out, "sgn")
+
+
+sgn_ = _export_twin(sgn, "sgn_")
+
+
+def _require(name: str, x) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+_HEAVISIDE = Binary(P.DEFAULT, ANY, False, False, True, "")
+
+
+def heaviside_plan(input, values) -> tuple:
+    """Plan of :func:`heaviside`: both tensors, one dtype (torch refuses mixed dtypes)."""
+    if not isinstance(values, Tensor) and isinstance(input, Tensor):
+        raise TypeError("heaviside(): argument 'values' (position 2) must be Tensor, not "
+                        f"{type(values).__name__}")
+    plan = binary_plan("heaviside", _HEAVISIDE, input, values)
+    if input._dtype is not values._dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return plan
+
+
+@operator("heaviside(Tensor self, Tensor values, *, Tensor(a!)? out=None) -> Tensor",
+          (Tag.pointwise,))
+def heaviside(input, values, *, out=None):
+    """The Heaviside step: 0 where ``input < 0``, ``values`` where ``input == 0``, 1 above.
+
+    NaN inputs give 0 (torch's ``input > 0`` test). Not differentiable (torch has no formula).
+
+    Args:
+        input, values: tensors of one dtype, broadcast together. out: optional output.
+
+    Shape: the broadcast of ``input`` and ``values``.
+
+    Example:
+        >>> ember.heaviside(ember.tensor([-1.0, 0.0, 2.0]), ember.tensor(0.5)).tolist()
+        [0.0, 0.5, 1.0]
+    """
+    shape, _, res = heaviside_plan(input, values)
+    if out is not None:
+        check_out(out, shape, res)
+    return Spec(shape, res)
+
+
+@operator("heaviside_(Tensor(a!) self, Tensor values) -> Tensor(a!)",
+          (Tag.pointwise, Tag.inplace))
+def heaviside_(self, values):
+    """In-place :func:`heaviside`."""
+    shape, _, res = heaviside_plan(self, values)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+# -- angles -------------------------------------------------------------------------------------
+@composite("deg2rad(Tensor self, *, Tensor(a!)? out=None) -> Tensor")
+def deg2rad(input, *, out=None):
+    """Degrees to radians, ``input * pi / 180`` (integers become the default float dtype).
+
+    Example:
+        >>> ember.deg2rad(ember.tensor([180.0])).tolist()
+        [3.1415927410125732]
+    """
+    _require("deg2rad", input)
+    return write_out(_to_float(input) * (math.pi / 180.0), out, "deg2rad")
+
+
+@composite("rad2deg(Tensor self, *, Tensor(a!)? out=None) -> Tensor")
+def rad2deg(input, *, out=None):
+    """Radians to degrees, ``input * 180 / pi`` (integers become the default float dtype).
+
+    Example:
+        >>> ember.rad2deg(ember.tensor([0.5])).tolist()
+        [28.647890090942383]
+    """
+    _require("rad2deg", input)
+    return write_out(_to_float(input) * (180.0 / math.pi), out, "rad2deg")
+
+
+deg2rad_ = _export_twin(deg2rad, "deg2rad_")
+rad2deg_ = _export_twin(rad2deg, "rad2deg_")
+
+
+# -- float_power ------------------------------------------------------------------------------
+@composite("float_power.Tensor_Tensor(Tensor self, Tensor exponent, *, Tensor(a!)? out=None) "
+           "-> Tensor")
+def float_power(input, exponent, *, out=None):
+    """``input ** exponent`` computed in float64 (the result is always float64).
+
+    Args:
+        input, exponent: tensors or Python scalars (one a tensor), broadcast together.
+        out: optional output tensor (must be float64).
+
+    Example:
+        >>> ember.float_power(ember.tensor([2]), 3).dtype
+        ember.float64
+    """
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError("float_power(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if out is not None and isinstance(out, Tensor) and out._dtype is not dt.float64:
+        raise RuntimeError(f"the output given to float_power has dtype "
+                           f"{out._dtype.scalar_name} but the operation's result requires "
+                           "dtype Double")
+    base = input.to(dt.float64) if isinstance(input, Tensor) else input
+    exp = exponent.to(dt.float64) if isinstance(exponent, Tensor) else exponent
+    if isinstance(base, Tensor):
+        value = base.pow(exp)
+    else:
+        value = full((), float(base), dtype=dt.float64, device=exp._device).pow(exp)
+    return write_out(value, out, "float_power")
+
+
+def float_power_(self: Tensor, exponent) -> Tensor:
+    """In-place :func:`float_power`; ``self`` must be float64."""
+    _require("float_power_", self)
+    if self._dtype is not dt.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self._dtype.scalar_name} "
+                           "but the operation's result requires dtype Double")
+    return _inplace_twin(float_power, "float_power_")(self, exponent)
+
+
+TENSOR_METHODS["float_power_"] = float_power_
+
+
+# -- nextafter --------------------------------------------------------------------------------
+_NEXTAFTER = Binary(P.DEFAULT, FLT, False, False, True, "")
+
+
+@operator("nextafter(Tensor self, Tensor other, *, Tensor(a!)? out=None) -> Tensor",
+          (Tag.pointwise,))
+def nextafter(input, other, *, out=None):
+    """The next representable value after ``input`` in the direction of ``other``.
+
+    Floating dtypes only (torch: not implemented for integers). The gradient flows to
+    ``input`` unchanged; ``other`` gets zeros, as torch.
+
+    Shape: the broadcast of ``input`` and ``other``.
+
+    Example:
+        >>> ember.nextafter(ember.tensor([1.0]), ember.tensor([2.0])).item() > 1.0
+        True
+    """
+    shape, _, res = binary_plan("nextafter", _NEXTAFTER, input, other)
+    if out is not None:
+        check_out(out, shape, res)
+    return Spec(shape, res)
+
+
+@operator("nextafter_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+          (Tag.pointwise, Tag.inplace))
+def nextafter_(self, other):
+    """In-place :func:`nextafter`."""
+    shape, _, res = binary_plan("nextafter", _NEXTAFTER, self, other)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+def _nextafter_backward(ctx, grad):
+    """torch's rule: ``grad`` where ``input != other`` (zero where they are equal) for
+    ``input``; zeros for ``other``."""
+    needs = ctx.needs_input_grad
+    d_input = where(ctx.input == ctx.other, 0.0, grad) if needs[0] else None
+    return d_input, (zeros_like(grad) if needs[1] else None)
+
+
+derivative(nextafter, save=("input", "other"))(_nextafter_backward)
+derivative(nextafter_, save=("input", "other"), signature=nextafter.meta_rule)(
+    _nextafter_backward)
+
+
+# -- Bessel i0 ----------------------------------------------------------------------------------
+_I0 = Unary(P.INT_TO_FLOAT, ANY, True, "")
+_QUAD = 128  # trapezoid nodes of _i1 (NOTE [i1 by quadrature])
+
+
+@operator("i0(Tensor self, *, Tensor(a!)? out=None) -> Tensor", (Tag.pointwise,))
+def i0(input, *, out=None):
+    """Modified Bessel function of the first kind, order zero.
+
+    Integers promote to the default float dtype; the gradient is ``i1(input)``.
+
+    Example:
+        >>> round(ember.i0(ember.tensor([1.0])).item(), 4)
+        1.2661
+    """
+    shape, _, res = unary_plan("i0", _I0, input)
+    if out is not None:
+        check_out(out, shape, res)
+    return Spec(shape, res)
+
+
+@operator("i0_(Tensor(a!) self) -> Tensor(a!)", (Tag.pointwise, Tag.inplace))
+def i0_(self):
+    """In-place :func:`i0`."""
+    shape, _, res = unary_plan("i0", _I0, self)
+    check_inplace(self, shape, res)
+    return Spec(self._shape, self._dtype)
+
+
+# NOTE [i1 by quadrature]
+# i1(x) = (1/pi) int_0^pi exp(x cos t) cos t dt = mean over a period of sinh(x cos t) cos t
+# (the cosh part cancels between t and t + pi; sinh makes i1(0) exactly 0). The integrand is
+# smooth and periodic, so the trapezoid rule over a full period converges geometrically: with
+# 128 nodes the error is about I_127(x) / I_1(x), below float64 rounding for |x| < 300.
+# Written with ember ops, it is differentiable itself (double backward of i0).
+@composite("_i1(Tensor self) -> Tensor", method=False)
+def _i1(input):
+    """Modified Bessel function of the first kind, order one (internal; i0's derivative)."""
+    x = input.to(dt.float64)
+    nodes = (arange(_QUAD, dtype=dt.float64, device=x._device) * (2 * math.pi / _QUAD)).cos()
+    value = ((x.unsqueeze(-1) * nodes).sinh() * nodes).mean(-1)
+    value = where(x.isinf(), math.nan, value)  # torch: NaN at +-inf
+    return value.to(input._dtype)
+
+
+def _i0_backward(ctx, grad):
+    return grad * _i1(ctx.input)
+
+
+derivative(i0, save=("input",))(_i0_backward)
+derivative(i0_, save=("input",), signature=i0.meta_rule)(_i0_backward)
+
+
+# -- polygamma, mvlgamma ----------------------------------------------------------------------
+# B_2k / (2k)! for the Euler-Maclaurin tail of the Hurwitz zeta sum
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
+_EM_TERMS = tuple(b / math.factorial(2 * k + 2) for k, b in enumerate(_BERNOULLI))
+_SHIFT = 16
+
+
+def _hurwitz(s: int, x: Tensor) -> Tensor:
+    """``sum_{k>=0} (x + k)**-s`` for integer ``s >= 2``: 16 terms, then Euler-Maclaurin.
+
+    Exact to float64 rounding for ``x > -8`` (the tail starts at ``x + 16``); poles at the
+    non-positive integers give inf, as torch's zeta.
+    """
+    acc = (x).pow(-s)
+    for k in range(1, _SHIFT):
+        acc = acc + (x + k).pow(-s)
+    z = x + _SHIFT
+    tail = z.pow(1 - s) * (1.0 / (s - 1)) + z.pow(-s) * 0.5
+    rising = s  # s (s+1) ... (s + 2j - 2)
+    for j, coef in enumerate(_EM_TERMS):
+        tail = tail + z.pow(-s - 2 * j - 1) * (coef * rising)
+        rising *= (s + 2 * j + 1) * (s + 2 * j + 2)
+    return acc + tail
+
+
+@composite("polygamma(int n, Tensor self, *, Tensor(a!)? out=None) -> Tensor", method=False)
+def polygamma(n, input, *, out=None):
+    """The ``n``-th derivative of :func:`digamma`.
+
+    ``n = 0`` is digamma; higher orders are ``(-1)**(n+1) n! zeta(n + 1, input)``.
+    Integers promote to the default float dtype.
+
+    Raises:
+        RuntimeError: ``n`` is negative.
+
+    Example:
+        >>> round(ember.polygamma(1, ember.tensor([1.0])).item(), 5)
+        1.64493
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError("polygamma(): argument 'input' (position 2) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    x = _to_float(input)
+    res = x._dtype
+    if n == 0:
+        return write_out(digamma(x), out, "polygamma")
+    x = x.to(_opmath(res))
+    value = _hurwitz(n + 1, x)
+    if n > 1:
+        value = value * ((-1) ** (n + 1) * float(math.factorial(n)))
+    return write_out(value if value._dtype is res else value.to(res), out, "polygamma")
+
+
+def _polygamma_method(self: Tensor, n: int) -> Tensor:
+    return polygamma(n, self)
+
+
+def _polygamma_(self: Tensor, n: int) -> Tensor:
+    return _inplace_twin(lambda x, m: polygamma(m, x), "polygamma_")(self, n)
+
+
+TENSOR_METHODS["polygamma"] = _polygamma_method
+TENSOR_METHODS["polygamma_"] = _polygamma_
+
+
+@composite("mvlgamma(Tensor self, int p, *, Tensor(a!)? out=None) -> Tensor")
+def mvlgamma(input, p, *, out=None):
+    """Multivariate log-gamma of dimension ``p``:
+    ``p (p - 1) / 4 log(pi) + sum_{i<p} lgamma(input - i / 2)``.
+
+    Raises:
+        RuntimeError: ``p < 1`` or a bool input.
+
+    Example:
+        >>> round(ember.mvlgamma(ember.tensor([2.5]), 2).item(), 4)
+        0.8452
+    """
+    _require("mvlgamma", input)
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if input._dtype is dt.bool_:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
+    x = _to_float(input)
+    shifts = arange(-p / 2 + 0.5, 0.5, 0.5, dtype=x._dtype, device=x._device)
+    value = lgamma(x.unsqueeze(-1) + shifts).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+    return write_out(value, out, "mvlgamma")
+
+
+mvlgamma_ = _export_twin(mvlgamma, "mvlgamma_")
+__all__ += ["sgn_", "heaviside_", "nextafter_", "float_power_", "mvlgamma_"]

@@ -1,0 +1,314 @@
+"""Tensor methods and predicates scripts reach for: ``type``, ``storage``, ``share_memory_``,
+in-place views (``squeeze_``, ``t_``, ...), ``resize_``, ``set_``, ``ravel`` and the
+``numel``/``is_*`` functions of torch's top level.
+
+NOTE [In-place views]
+``x.squeeze_()`` gives ``x`` the geometry of ``x.squeeze()``, in place. The view op runs as
+usual (so autograd records its node), then ``x`` adopts the view's geometry and, when
+recording, its ``grad_fn``: ``x`` now *is* that view, as in torch (``SqueezeBackward``). A leaf
+that requires grad refuses, like every in-place op; the version counter is bumped.
+"""
+
+from __future__ import annotations
+
+from ember.autograd.grad_mode import is_grad_enabled
+from ember.core import dtype as dt
+from ember.core.layout import contiguous_strides, normalize_shape, storage_extent
+from ember.memory.storage import Storage
+from ember.ops._define import composite, tensor_method
+from ember.ops.views import squeeze, t, transpose, unsqueeze
+from ember.tensor import Tensor
+from ember.tensor.typed_storage import (
+    TypedStorage,
+    is_shared,
+    mark_shared,
+    tensor_type_name,
+)
+
+__all__ = ["ravel", "numel", "is_tensor", "is_floating_point", "is_nonzero", "is_same_size",
+           "is_storage", "TypedStorage"]
+
+
+# -- type ---------------------------------------------------------------------------------------
+_BY_TYPE_NAME = {f"{d.scalar_name}Tensor": d for d in dt.ALL_DTYPES}
+
+
+def _parse_type(name: str) -> dt.DType:
+    parts = name.split(".")
+    if len(parts) == 3 and parts[0] in ("torch", "ember") and parts[1] == "cuda":
+        raise RuntimeError(f"type {name!r} needs CUDA, which this build of ember does not have; "
+                           "use a CPU type such as 'torch.FloatTensor'")
+    if len(parts) != 2 or parts[0] not in ("torch", "ember") or parts[1] not in _BY_TYPE_NAME:
+        raise ValueError(f"invalid type: {name!r}")
+    return _BY_TYPE_NAME[parts[1]]
+
+
+@tensor_method("type")
+def _type(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
+    """``t.type()`` is torch's type name (``'torch.FloatTensor'``); ``t.type(dtype)`` or
+    ``t.type('torch.LongTensor')`` converts (``self`` when the dtype already matches).
+
+    Raises:
+        ValueError: an unknown type name. RuntimeError: a CUDA type name.
+
+    Example:
+        >>> ember.zeros(2).type(), ember.zeros(2).type(ember.int64).type()
+        ('torch.FloatTensor', 'torch.LongTensor')
+    """
+    if dtype is None:
+        return tensor_type_name(self._dtype, self._device)
+    if isinstance(dtype, str):
+        dtype = _parse_type(dtype)
+    if not isinstance(dtype, dt.DType):
+        raise TypeError(f"type(): argument 'dtype' must be a dtype or a type name, not "
+                        f"{type(dtype).__name__}")
+    return self if dtype is self._dtype else self.to(dtype, non_blocking=non_blocking)
+
+
+# -- storage and sharing ----------------------------------------------------------------------
+@tensor_method("storage")
+def _storage(self: Tensor) -> TypedStorage:
+    """The tensor's storage seen as elements of its dtype (``torch.TypedStorage``).
+
+    Example:
+        >>> ember.arange(3.0).storage().tolist()
+        [0.0, 1.0, 2.0]
+    """
+    return TypedStorage(wrap_storage=self._storage, dtype=self._dtype)
+
+
+@tensor_method("is_shared")
+def _is_shared(self: Tensor) -> bool:
+    """Whether ``share_memory_`` was called on this tensor's storage (NOTE [Shared storages]
+    in ember/tensor/typed_storage.py)."""
+    return is_shared(self._storage)
+
+
+@tensor_method("share_memory_")
+def _share_memory_(self: Tensor) -> Tensor:
+    """Mark the storage shared and return ``self`` (NOTE [Shared storages])."""
+    mark_shared(self._storage)
+    return self
+
+
+def is_storage(obj) -> bool:
+    """Whether ``obj`` is a storage (typed or untyped), as ``torch.is_storage``."""
+    return isinstance(obj, TypedStorage | Storage)
+
+
+# -- in-place views ---------------------------------------------------------------------------
+def _check_leaf(self: Tensor) -> None:
+    if is_grad_enabled() and self._requires_grad and self.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+
+
+def _adopt(self: Tensor, view: Tensor) -> Tensor:
+    """``self`` takes ``view``'s geometry and autograd history (NOTE [In-place views])."""
+    self._set_meta(view._shape, view._stride, view._offset)
+    if view.grad_fn is not None:
+        self.grad_fn = view.grad_fn
+        self._output_nr = view._output_nr
+    self._ver.value += 1
+    return self
+
+
+@tensor_method("squeeze_")
+def squeeze_(self: Tensor, dim=None) -> Tensor:
+    """In-place :func:`squeeze`: drops size-1 dims (all, or those in ``dim``)."""
+    _check_leaf(self)
+    return _adopt(self, squeeze(self, dim))
+
+
+@tensor_method("unsqueeze_")
+def unsqueeze_(self: Tensor, dim: int) -> Tensor:
+    """In-place :func:`unsqueeze`: inserts a size-1 dim at ``dim``."""
+    _check_leaf(self)
+    return _adopt(self, unsqueeze(self, dim))
+
+
+@tensor_method("t_")
+def t_(self: Tensor) -> Tensor:
+    """In-place :func:`t` (tensors of at most 2 dims)."""
+    _check_leaf(self)
+    if self.dim() > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is "
+                           f"{self.dim()}D")
+    return _adopt(self, t(self))
+
+
+@tensor_method("transpose_")
+def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    """In-place :func:`transpose` of dims ``dim0`` and ``dim1``."""
+    _check_leaf(self)
+    return _adopt(self, transpose(self, dim0, dim1))
+
+
+@tensor_method("swapdims_")
+def swapdims_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Alias of :meth:`transpose_`."""
+    return transpose_(self, dim0, dim1)
+
+
+@tensor_method("swapaxes_")
+def swapaxes_(self: Tensor, axis0: int, axis1: int) -> Tensor:
+    """Alias of :meth:`transpose_`."""
+    return transpose_(self, axis0, axis1)
+
+
+# -- resize_ and set_ -------------------------------------------------------------------------
+@tensor_method("resize_")
+def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
+    """Give ``self`` the shape ``sizes`` with contiguous strides, in place.
+
+    Elements already in the storage keep their values; when the storage is too small, ``self``
+    moves to a larger one holding a copy of the old bytes (new elements are uninitialised).
+    Other views keep the old storage (torch grows the shared storage instead).
+
+    Raises:
+        RuntimeError: ``self`` requires grad, or a size is negative.
+
+    Example:
+        >>> ember.arange(6.0).resize_(2, 2).tolist()
+        [[0.0, 1.0], [2.0, 3.0]]
+    """
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = normalize_shape(sizes)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(shape)}: {list(shape)}")
+    if shape == self._shape:
+        return self
+    stride = contiguous_strides(shape)
+    need = storage_extent(shape, stride, self._offset) * self._dtype.itemsize
+    old = self._storage
+    if need > old.nbytes():
+        new = Storage(need, self._device)
+        if old.data is not None and new.data is not None and old.nbytes():
+            new.data[:old.nbytes()] = old.data
+        self._storage = new
+    self._set_meta(shape, stride, self._offset)
+    self._ver.value += 1
+    return self
+
+
+@tensor_method("resize_as_")
+def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor:
+    """``self.resize_(the_template.shape)``."""
+    if not isinstance(the_template, Tensor):
+        raise TypeError(f"resize_as_(): argument 'the_template' (position 1) must be Tensor, "
+                        f"not {type(the_template).__name__}")
+    return resize_(self, the_template._shape)
+
+
+def _set_dtype_check(self: Tensor, dtype: dt.DType) -> None:
+    if dtype is not self._dtype:
+        raise RuntimeError(f"Could not set tensor of type {dtype.scalar_name} to a tensor of "
+                           f"type {self._dtype.scalar_name}")
+
+
+@tensor_method("set_")
+def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=None) -> Tensor:
+    """Make ``self`` look at other memory, in place.
+
+    ``set_()`` empties it; ``set_(tensor)`` shares ``tensor``'s storage and geometry;
+    ``set_(storage, storage_offset, size, stride)`` views a storage (untyped or typed) with the
+    given geometry (contiguous when ``stride`` is omitted; the whole storage when ``size`` is).
+
+    Raises:
+        RuntimeError: dtypes differ, or ``self`` is a leaf that requires grad.
+
+    Example:
+        >>> a = ember.zeros(1); b = ember.arange(4.0); a.set_(b).tolist()
+        [0.0, 1.0, 2.0, 3.0]
+    """
+    _check_leaf(self)
+    if source is None:
+        storage, shape, stride_, offset = Storage(0, self._device), (0,), (1,), 0
+    elif isinstance(source, Tensor):
+        _set_dtype_check(self, source._dtype)
+        storage, shape, stride_, offset = (source._storage, source._shape, source._stride,
+                                           source._offset)
+    elif isinstance(source, TypedStorage | Storage):
+        if isinstance(source, TypedStorage):
+            _set_dtype_check(self, source.dtype)
+            source = source.untyped()
+        storage, offset = source, storage_offset
+        shape = normalize_shape((size,)) if size is not None else \
+            (source.nbytes() // self._dtype.itemsize - offset,)
+        stride_ = tuple(stride) if stride is not None else contiguous_strides(shape)
+        need = storage_extent(shape, stride_, offset) * self._dtype.itemsize
+        if need > source.nbytes():
+            raise RuntimeError(f"setStorage: sizes {list(shape)}, strides {list(stride_)}, "
+                               f"storage offset {offset}, and itemsize "
+                               f"{self._dtype.itemsize} requiring a storage size of {need} are "
+                               f"out of bounds for storage of size {source.nbytes()}")
+    else:
+        raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not "
+                        f"{type(source).__name__}")
+    self._storage = storage
+    self._set_meta(shape, stride_, offset)
+    self._ver.value += 1
+    return self
+
+
+# -- ravel and predicates ---------------------------------------------------------------------
+@composite("ravel(Tensor(a) self) -> Tensor(a)")
+def ravel(input: Tensor) -> Tensor:
+    """The elements as a 1-d tensor: a view when the layout allows, otherwise a copy
+    (``reshape(-1)`` of a contiguous tensor, as torch).
+
+    Example:
+        >>> ember.ravel(ember.zeros(2, 3)).shape
+        ember.Size([6])
+    """
+    _require("ravel", input)
+    return input.contiguous().view(-1)
+
+
+def _require(name: str, x, arg: str = "input", pos: int = 1) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def numel(input: Tensor) -> int:
+    """Number of elements of ``input`` (``torch.numel``)."""
+    _require("numel", input)
+    return input.numel()
+
+
+def is_tensor(obj) -> bool:
+    """Whether ``obj`` is an ember Tensor (``torch.is_tensor``)."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    """Whether ``input``'s dtype is a floating type (``torch.is_floating_point``)."""
+    _require("is_floating_point", input)
+    return input._dtype.is_floating_point
+
+
+@tensor_method("is_nonzero")
+def is_nonzero(input: Tensor) -> bool:
+    """Whether a one-element tensor is nonzero.
+
+    Raises:
+        RuntimeError: ``input`` has no element or more than one.
+    """
+    _require("is_nonzero", input)
+    n = input.numel()
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+@tensor_method("is_same_size")
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    """Whether both tensors have the same shape."""
+    _require("is_same_size", input)
+    _require("is_same_size", other, "other", 2)
+    return input._shape == other._shape

@@ -1,0 +1,157 @@
+"""``Tensor.storage()``: an untyped Storage seen as elements of one dtype (torch.TypedStorage).
+
+A TypedStorage holds no bytes of its own: it reads and writes the untyped Storage it wraps, so
+a write through it shows in every tensor over that storage. Sharing is recorded per Storage
+(NOTE [Shared storages]).
+
+NOTE [Shared storages]
+``share_memory_()`` marks a storage as shared and ``is_shared()`` reports it, which is what
+DataLoader and DDP code asks. ember's CPU storages come from the caching allocator of this
+process; they are not moved into an OS shared-memory segment, because every existing view
+caches an array over the current memory. Forked workers see the parent's data at fork time.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ember.core import dtype as dt
+from ember.memory.storage import Storage
+
+__all__ = ["TypedStorage", "is_shared", "mark_shared", "storage_type_name", "tensor_type_name"]
+
+_SHARED: weakref.WeakSet = weakref.WeakSet()
+
+
+def is_shared(storage: Storage) -> bool:
+    """Whether ``share_memory_`` was called on ``storage`` (NOTE [Shared storages])."""
+    return storage in _SHARED
+
+
+def mark_shared(storage: Storage) -> None:
+    """Record ``storage`` as shared (NOTE [Shared storages])."""
+    _SHARED.add(storage)
+
+
+def _type_prefix(device) -> str:
+    return "torch." if device.type == "cpu" else f"torch.{device.type}."
+
+
+def tensor_type_name(dtype: dt.DType, device) -> str:
+    """torch's legacy type name of a tensor, e.g. ``'torch.FloatTensor'``."""
+    return f"{_type_prefix(device)}{dtype.scalar_name}Tensor"
+
+
+def storage_type_name(dtype: dt.DType, device) -> str:
+    """torch's legacy type name of a typed storage: ``'torch.FloatStorage'``."""
+    return f"{_type_prefix(device)}{dtype.scalar_name}Storage"
+
+
+class TypedStorage:
+    """Elements of ``dtype`` over an untyped :class:`Storage` (``torch.TypedStorage``).
+
+    Args:
+        wrap_storage: the untyped storage to view.
+        dtype: the element type.
+
+    Example:
+        >>> t = ember.tensor([1.0, 2.0]); s = t.storage(); s[0] = 5.0; t.tolist()
+        [5.0, 2.0]
+    """
+
+    is_sparse = False
+
+    def __init__(self, *, wrap_storage: Storage, dtype: dt.DType):
+        self._untyped_storage = wrap_storage
+        self.dtype = dtype
+
+    @property
+    def device(self):
+        return self._untyped_storage.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def untyped(self) -> Storage:
+        """The untyped storage underneath."""
+        return self._untyped_storage
+
+    def size(self) -> int:
+        """Number of elements."""
+        return self._untyped_storage.nbytes() // self.dtype.itemsize
+
+    __len__ = size
+
+    def nbytes(self) -> int:
+        return self._untyped_storage.nbytes()
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        return self._untyped_storage.data_ptr()
+
+    def type(self) -> str:
+        """torch's legacy name, e.g. ``'torch.FloatStorage'``."""
+        return storage_type_name(self.dtype, self.device)
+
+    def is_shared(self) -> bool:
+        return is_shared(self._untyped_storage)
+
+    def share_memory_(self) -> TypedStorage:
+        mark_shared(self._untyped_storage)
+        return self
+
+    def _array(self) -> np.ndarray:
+        raw = self._untyped_storage.data
+        if raw is None:
+            raise NotImplementedError("Not available for 'meta' device type")
+        n = self.size()
+        return raw[:n * self.dtype.itemsize].view(self.dtype.np)
+
+    def _index(self, idx: int) -> int:
+        n = self.size()
+        if not isinstance(idx, int):
+            raise RuntimeError(f"can't index a {type(self).__name__} with "
+                               f"{type(idx).__name__}")
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} out of range for storage of size {n}")
+        return idx % n if n else idx
+
+    def __getitem__(self, idx: int):
+        return self._array()[self._index(idx)].item()
+
+    def __setitem__(self, idx: int, value) -> None:
+        self._array()[self._index(idx)] = value
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def tolist(self) -> list:
+        """The elements as Python numbers."""
+        return [v.item() for v in self._array()] if self.dtype is dt.bfloat16 else \
+            self._array().tolist()
+
+    def fill_(self, value) -> TypedStorage:
+        self._array()[...] = value
+        return self
+
+    def copy_(self, source: TypedStorage, non_blocking: bool = False) -> TypedStorage:
+        """Copy ``source``'s elements (same size; cast to this dtype)."""
+        src = source._array() if isinstance(source, TypedStorage) else np.asarray(source)
+        if src.size != self.size():
+            raise RuntimeError(f"size mismatch, {self.size()} != {src.size}")
+        self._array()[...] = src.reshape(-1)
+        return self
+
+    def cpu(self) -> TypedStorage:
+        return self
+
+    def __repr__(self) -> str:
+        body = "\n".join(f" {v}" for v in self.tolist()) if self.device.type != "meta" else \
+            " ..."
+        return (f"{body}\n[ember.storage.TypedStorage(dtype=ember.{self.dtype.name}, "
+                f"device={self.device}) of size {self.size()}]")
