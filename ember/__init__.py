@@ -5,7 +5,7 @@ This module only re-exports the torch-like namespace; DESIGN.md describes the la
 
 from ember import amp as amp
 from ember import autograd as autograd
-from ember import backends as _backends  # noqa: F401  (registers kernels)
+from ember import backends as _backends  # noqa: F401  (autocast policies)
 from ember import library as library
 from ember import linalg as linalg
 from ember import nn as nn
@@ -22,8 +22,6 @@ from ember.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from ember.autograd.kernel import install_autograd_fallback as _install_autograd_fallback
-from ember.backends.meta import register_meta_kernels as _register_meta_kernels
 from ember.core.device import Device, device
 from ember.core.dtype import (
     DType,
@@ -70,17 +68,12 @@ from ember.ops.random import *  # noqa: F403
 from ember.ops.reduction import *  # noqa: F403
 from ember.ops.scatter_gather import *  # noqa: F403
 from ember.ops.shape import *  # noqa: F403
-from ember.ops.special import *  # noqa: F403
-from ember.ops.tensor_api import *  # noqa: F403
 from ember.ops.views import *  # noqa: F403
 from ember.serialization import load, save
 from ember.tensor import Size, Tensor, from_numpy
 from ember.tensor.interop import from_dlpack
 from ember.tensor.printing import get_printoptions, set_printoptions
 from ember.utils import memory_history as _memory_history  # noqa: F401  (op names in history)
-
-_register_meta_kernels()
-_install_autograd_fallback()
 
 dtype = DType
 float = float32  # noqa: A001

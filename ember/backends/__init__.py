@@ -1,4 +1,8 @@
 """L7: backends register kernels into the dispatcher: ``cpu`` (NumPy), ``meta`` (shapes) and
-``autocast`` (mixed-precision casting policies)."""
+``autocast`` (mixed-precision casting policies).
 
-from ember.backends import autocast, cpu, meta  # noqa: F401  (registration happens on import)
+``cpu`` is imported by the device registry on the first CPU dispatch (NOTE [Kernels are found
+by the registry] in ember/memory/devices.py); ``autocast`` registers its policies on import.
+"""
+
+from ember.backends import autocast, meta  # noqa: F401  (registration happens on import)

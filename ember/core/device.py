@@ -5,9 +5,15 @@
 
 from __future__ import annotations
 
-__all__ = ["Device", "device", "as_device", "CPU", "META"]
+__all__ = ["Device", "device", "as_device", "CPU", "META", "register_device_type"]
 
-_KNOWN_TYPES = ("cpu", "cuda", "meta")
+_KNOWN_TYPES = ["cpu", "cuda", "meta"]  # grows through register_device_type
+
+
+def register_device_type(name: str) -> None:
+    """Accept ``name`` as a device type (the device registry calls this for new backends)."""
+    if name not in _KNOWN_TYPES:
+        _KNOWN_TYPES.append(name)
 
 
 class Device:

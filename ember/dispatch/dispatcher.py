@@ -13,10 +13,22 @@ registered to that key; else ``CompositeExplicitAutograd`` (backend keys); else
 kernel of its own); else the ``Autograd`` alias (autograd keys); else the dispatcher-wide
 fallback of that key; else the key is missing. A fallthrough removes the key from the call's
 set and dispatch continues with the next lower key.
+
+NOTE [Per-operator fallbacks]
+A dispatcher-wide fallback may depend on the operator: a ``PerOpFallback`` is asked, when an
+operator's table is filled, for that operator's kernel (or None: missing, or FALLTHROUGH).
+The Meta fallback builds an operator's Meta kernel from its shape rule, and the
+ADInplaceOrView fallback serves in-place operators only, so an operator declared at any time,
+in any module, has both the moment it exists: no pass over ``all_ops()`` is ever needed.
+
+A backend key whose kernel is missing first asks the device registry to import the backend's
+kernel modules (NOTE [Kernels are found by the registry] in ember/memory/devices.py); a device
+that borrows another backend's kernels gets them wrapped in its device guard.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 import types
 from collections.abc import Callable
@@ -37,11 +49,12 @@ from ember.dispatch.keys import (
 )
 from ember.dispatch.schema import OpSchema, parse_schema
 from ember.errors import DispatchError
+from ember.memory import devices as _devices
 
 __all__ = [
     "Operator", "Tag", "Kernel", "FALLTHROUGH", "define", "get_op", "all_ops", "redispatch",
     "register_fallback", "dispatch_state", "set_tensor_type", "included_keys", "excluded_keys",
-    "ExcludeKeys", "IncludeKeys",
+    "ExcludeKeys", "IncludeKeys", "PerOpFallback",
 ]
 
 K = DispatchKey
@@ -79,6 +92,21 @@ class Kernel:
 FALLTHROUGH = Kernel(lambda *a, **k: None, source="fallthrough")
 
 
+class PerOpFallback(Kernel):
+    """A dispatcher-wide fallback whose kernel depends on the operator (NOTE [Per-operator
+    fallbacks]): ``factory(op)`` returns the op's Kernel, FALLTHROUGH, or None (missing).
+
+    ``why`` is what ``Operator.resolve`` reports for the kernels it makes.
+    """
+
+    __slots__ = ("factory", "why")
+
+    def __init__(self, factory: Callable[[Operator], Kernel | None], why: str, source: str = ""):
+        super().__init__(factory, False, source or why)
+        self.factory = factory
+        self.why = why
+
+
 class _DispatchState(threading.local):
     def __init__(self):
         self.included = keyset(K.BackendSelect, K.ADInplaceOrView)
@@ -91,6 +119,9 @@ _state = _DispatchState()
 _Tensor: type = type("NoTensorYet", (), {})
 _OPS: dict[str, Operator] = {}
 _FALLBACKS: dict[DispatchKey, Kernel] = {}
+_BACKEND_SET = frozenset(BACKEND_KEYS)
+_kernels_loaded = 0  # bits of backend keys whose kernel modules were imported
+_REGISTERED_BACKENDS = 0  # bits of backend keys that have a registered device backend
 
 
 def dispatch_state() -> _DispatchState:
@@ -223,6 +254,11 @@ class Operator:
     def resolve(self, key: DispatchKey) -> tuple[Kernel | None, str]:
         """The kernel serving ``key`` and why (PyTorch's table-entry precedence)."""
         kernel = self._direct.get(key)
+        if kernel is None and key in _BACKEND_SET:
+            kernel = self._backend_kernel(key)
+            if kernel is not None and kernel is not FALLTHROUGH and \
+                    key not in self._direct:
+                return kernel, "borrowed kernel"
         if kernel is not None:
             return kernel, "fallthrough" if kernel is FALLTHROUGH else "kernel"
         alias = self._alias
@@ -243,10 +279,38 @@ class Operator:
                 return alias[AliasKey.Autograd], "autograd kernel"
         fallback = _FALLBACKS.get(key)
         if fallback is not None:
+            if fallback.__class__ is PerOpFallback:
+                why = fallback.why
+                fallback = fallback.factory(self)
+                if fallback is None:
+                    return None, "missing"
+                return fallback, "fallthrough" if fallback is FALLTHROUGH else why
             return fallback, "fallthrough" if fallback is FALLTHROUGH else "backend fallback"
         return None, "missing"
 
+    def _backend_kernel(self, key: DispatchKey) -> Kernel | None:
+        """A backend key's kernel once its backend's modules are imported, or a borrowed one."""
+        if not _kernels_loaded >> key & 1:
+            _load_kernels(key)
+            kernel = self._direct.get(key)
+            if kernel is not None:
+                return kernel
+        backend = _KEY_BACKEND.get(key)
+        if backend is None or backend.kernels_from is None:
+            return None
+        src = _devices.get_backend(backend.kernels_from)
+        kernel = self._direct.get(DispatchKey[src.dispatch_key])
+        if kernel is None or kernel is FALLTHROUGH:
+            return None
+        device = _devices.Device(backend.name)
+        return Kernel(_devices.guarded(device, kernel.fn), kernel.with_keyset,
+                      f"{kernel.source} on {backend.name}")
+
     def _has_backend_kernel(self) -> bool:
+        if _kernels_loaded & _REGISTERED_BACKENDS != _REGISTERED_BACKENDS:
+            for key in BACKEND_KEYS:
+                if _REGISTERED_BACKENDS >> key & 1 and not _kernels_loaded >> key & 1:
+                    _load_kernels(key)
         return any(k in self._direct for k in BACKEND_KEYS) or (
             AliasKey.CompositeExplicitAutograd in self._alias)
 
@@ -352,6 +416,29 @@ def register_fallback(key, fn: Callable | Kernel, *, with_keyset: bool = False) 
         _FALLBACKS[k] = fn if isinstance(fn, Kernel) else Kernel(fn, with_keyset)
     for op in _OPS.values():
         op._cache.clear()
+
+
+_KEY_BACKEND: dict[DispatchKey, object] = {}
+
+
+def _key_backend(backend) -> None:
+    _KEY_BACKEND[DispatchKey[backend.dispatch_key]] = backend
+    global _kernels_loaded, _REGISTERED_BACKENDS
+    _REGISTERED_BACKENDS |= 1 << DispatchKey[backend.dispatch_key]
+    _kernels_loaded &= ~(1 << DispatchKey[backend.dispatch_key])
+    for op in _OPS.values():
+        op._cache.clear()
+
+
+_devices.on_register(_key_backend)
+
+
+def _load_kernels(key: DispatchKey) -> None:
+    """Import the kernel modules of ``key``'s backend (once; NOTE [Kernels are found by ...])."""
+    global _kernels_loaded
+    _kernels_loaded |= 1 << key
+    for module in _devices.kernel_modules(key.name):
+        importlib.import_module(module)
 
 
 def _python_key_fallback(op: Operator, ks_below: int, *args, **kwargs):

@@ -4,14 +4,19 @@ NOTE [Key sets are ints]
 A dispatch key is a bit; a key set is an ``int`` bitmask. Bit position *is* priority: the
 highest set bit of a call's key set selects the kernel, so picking a kernel is
 ``ks.bit_length() - 1``. The order is PyTorch's relative order (a subset of its keys):
-backends (CPU < CUDA < Meta) < BackendSelect < Python < ADInplaceOrView < Autograd<Backend>
-< Autocast<Backend>. Alias keys (``Autograd``, ``CompositeExplicitAutograd``,
-``CompositeImplicitAutograd``) exist only for registration and expand to runtime keys.
+backends (CPU < CUDA < PrivateUse1 < Meta) < BackendSelect < Python < ADInplaceOrView
+< Autograd<Backend> < Autocast<Backend>. ``PrivateUse1`` serves a device type registered from
+outside ember (``ember.utils.rename_privateuse1_backend``). Alias keys (``Autograd``,
+``CompositeExplicitAutograd``, ``CompositeImplicitAutograd``) exist only for registration and
+expand to runtime keys.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
+from types import SimpleNamespace
+
+from ember.memory import devices as _devices
 
 __all__ = ["DispatchKey", "AliasKey", "keyset", "key_names", "highest_key"]
 
@@ -21,15 +26,17 @@ class DispatchKey(IntEnum):
 
     CPU = 0
     CUDA = 1
-    Meta = 2
-    BackendSelect = 3
-    Python = 4
-    ADInplaceOrView = 5
-    AutogradCPU = 6
-    AutogradCUDA = 7
-    AutogradMeta = 8
-    AutocastCPU = 9
-    AutocastCUDA = 10
+    PrivateUse1 = 2
+    Meta = 3
+    BackendSelect = 4
+    Python = 5
+    ADInplaceOrView = 6
+    AutogradCPU = 7
+    AutogradCUDA = 8
+    AutogradPrivateUse1 = 9
+    AutogradMeta = 10
+    AutocastCPU = 11
+    AutocastCUDA = 12
 
     @property
     def bit(self) -> int:
@@ -53,8 +60,8 @@ def keyset(*keys: DispatchKey) -> int:
 
 
 K = DispatchKey
-BACKEND_KEYS = (K.CPU, K.CUDA, K.Meta)
-AUTOGRAD_KEYS = (K.AutogradCPU, K.AutogradCUDA, K.AutogradMeta)
+BACKEND_KEYS = (K.CPU, K.CUDA, K.PrivateUse1, K.Meta)
+AUTOGRAD_KEYS = (K.AutogradCPU, K.AutogradCUDA, K.AutogradPrivateUse1, K.AutogradMeta)
 AUTOCAST_KEYS = (K.AutocastCPU, K.AutocastCUDA)
 BACKENDS_MASK = keyset(*BACKEND_KEYS)
 AUTOGRAD_MASK = keyset(*AUTOGRAD_KEYS)
@@ -76,14 +83,25 @@ ALIAS_EXPANSION = {
 # autograd therefore skip the autograd kernel altogether; the kernel itself still checks
 # ``requires_grad`` exactly, so an extra key (e.g. on a ``detach()`` that shares the counter)
 # only costs time, never correctness.
-TENSOR_KEYS = {
-    "cpu": keyset(K.CPU, K.ADInplaceOrView),
-    "cuda": keyset(K.CUDA, K.ADInplaceOrView),
-    "meta": keyset(K.Meta, K.ADInplaceOrView),
-}
-INFERENCE_TENSOR_KEYS = {"cpu": keyset(K.CPU), "cuda": keyset(K.CUDA), "meta": keyset(K.Meta)}
-AUTOGRAD_KEY_OF_DEVICE = {"cpu": K.AutogradCPU, "cuda": K.AutogradCUDA, "meta": K.AutogradMeta}
-BACKEND_KEY_OF_DEVICE = {"cpu": K.CPU, "cuda": K.CUDA, "meta": K.Meta}
+# Device type -> keys, filled from the device registry (ember/memory/devices.py) as backends
+# register, so a device added at run time gets its entries before its first tensor exists.
+TENSOR_KEYS: dict[str, int] = {}
+INFERENCE_TENSOR_KEYS: dict[str, int] = {}
+AUTOGRAD_KEY_OF_DEVICE: dict[str, DispatchKey] = {}
+BACKEND_KEY_OF_DEVICE: dict[str, DispatchKey] = {}
+
+
+def _add_device(backend) -> None:
+    backend_key, autograd_key = K[backend.dispatch_key], K[backend.autograd_key]
+    name = backend.name
+    TENSOR_KEYS[name] = keyset(backend_key, K.ADInplaceOrView)
+    INFERENCE_TENSOR_KEYS[name] = keyset(backend_key)
+    AUTOGRAD_KEY_OF_DEVICE[name] = autograd_key
+    BACKEND_KEY_OF_DEVICE[name] = backend_key
+
+
+_add_device(SimpleNamespace(name="cuda", dispatch_key="CUDA", autograd_key="AutogradCUDA"))
+_devices.on_register(_add_device)
 
 
 def highest_key(ks: int) -> DispatchKey:

@@ -1029,6 +1029,22 @@ def allocator_for(device) -> CachingAllocator:
         name = name.split(":", 1)[0]
     found = ALLOCATORS.get(name)
     if found is None:
+        found = _registered_allocator(name, device)
+    return found
+
+
+def _registered_allocator(name, device) -> CachingAllocator:
+    """A new allocator for a device type of the registry (NOTE [Backend descriptors])."""
+    from ember.memory.config import caching_disabled, from_environment
+    from ember.memory.devices import get_backend
+    try:
+        backend = get_backend(name) if isinstance(name, str) else None
+    except RuntimeError:
+        backend = None
+    if backend is None or backend.memory is None:
         raise RuntimeError(f"ember.memory: no allocator for device {device!r}; known devices: "
                            f"{', '.join(ALLOCATORS)}")
+    found = ALLOCATORS.setdefault(name, CachingAllocator(
+        name, backend.memory, from_environment(), capacity=backend.capacity,
+        caching=not caching_disabled()))
     return found

@@ -1,6 +1,8 @@
 """L6: every operator, declared once (schema, Meta rule, docstring), by family.
 
-Importing this package defines the built-in operators and binds them onto ``Tensor``.
+Importing this package defines the built-in operators; each is complete once declared (NOTE
+[A declared operator is complete] in ``_define.py``): Meta kernel, autograd, ``Tensor`` method,
+and its CPU kernel the first time a CPU tensor reaches it.
 ``ember.ops.<namespace>.<name>`` reaches any operator, built-in (``aten``) or user-defined
 through ``ember.library``.
 """
@@ -8,26 +10,33 @@ through ``ember.library``.
 import importlib
 import importlib.util
 
-from ember.ops import (  # noqa: F401
-    conv,
-    copy,
-    creation,
-    indexing,
-    linalg,
-    nn_ops,
-    numeric,
-    pointwise,
-    random,
-    reduction,
-    scatter_gather,
-    shape,
-    views,
+# NOTE [Operator families]
+# The one list of operator families: ``ember.ops.<family>`` declares them and, where it has
+# one, ``ember.backends.cpu.<family>`` holds their CPU kernels (imported by the device registry
+# on the first CPU dispatch, NOTE [Kernels are found by the registry] in ember/memory/devices.py).
+# A family module missing here is caught by tests/dispatch/test_registration.py.
+FAMILIES = (
+    "conv",
+    "copy",
+    "creation",
+    "indexing",
+    "linalg",
+    "nn_ops",
+    "numeric",
+    "pointwise",
+    "pooling",
+    "random",
+    "reduction",
+    "scatter_gather",
+    "shape",
+    "views",
 )
-from ember.ops.methods import bind_tensor_methods
-from ember.ops.namespaces import namespace_getattr
 
-bind_tensor_methods()
+for _family in FAMILIES:
+    importlib.import_module(f"{__name__}.{_family}")
 
+from ember.ops import methods  # noqa: E402, F401  (Python's operator protocol on Tensor)
+from ember.ops.namespaces import namespace_getattr  # noqa: E402
 
 # module-level hooks test runners look up (doctest collection imports this package)
 _TEST_RUNNER_HOOKS = frozenset({"setup_module", "setUpModule", "teardown_module",

@@ -29,6 +29,16 @@ def copy_(self: Tensor, src, non_blocking: bool = False):
     return Spec(self._shape, self._dtype)
 
 
+def _copy_meta(self: Tensor, src, non_blocking=False):
+    if self._device.type != "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    self._ver.value += 1
+    return self
+
+
+copy_.register("Meta", _copy_meta)
+
+
 @derivative(copy_)
 def _copy_backward(ctx, grad):
     # self's old values are overwritten: no gradient flows to them.

@@ -16,19 +16,6 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "upsample_nearest", "upsample_bilinear"]
 
 
-def _ensure_kernels() -> None:
-    # NOTE [Registering the conv family]
-    # ``ember/ops/__init__.py`` and ``ember/backends/cpu/__init__.py`` do not import the
-    # pooling family; importing ember.nn registers its operators and CPU and Meta kernels here.
-    import ember.backends.cpu.conv  # noqa: F401
-    import ember.backends.cpu.pooling  # noqa: F401
-    from ember.backends.meta import register_meta_kernels
-
-    register_meta_kernels()
-
-
-_ensure_kernels()
-
 conv1d = _ops.conv1d
 conv2d = _ops.conv2d
 conv3d = _ops.conv3d

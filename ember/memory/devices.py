@@ -1,0 +1,253 @@
+"""The device registry: one backend descriptor per device type, found by name, loaded lazily.
+
+NOTE [Backend descriptors]
+A ``DeviceBackend`` says everything the layers below the kernels need to know about a device
+type: its array module (``numpy``; ``cupy`` for a CUDA device), its raw memory provider (the
+``alloc``/``free`` of device bytes that the caching allocator carves segments from), the
+name of its runtime dispatch key, how to view its bytes as an array, its ``synchronize`` and
+stream hooks, and where its kernels live. ``cpu`` and ``meta`` are built in; any other type
+is registered with ``register_backend`` (``ember.utils.register_backend``), or is named in
+``_LAZY`` and imported the first time something asks for it. Layers above this one never test
+``device is CPU`` to reach memory: they ask ``get_backend(device.type)``.
+
+NOTE [Kernels are found by the registry]
+A backend names the module that registers its kernels (``kernels``: ``"ember.backends.cpu"``).
+The dispatcher imports it the first time an operator's table needs a kernel for that
+backend's key (``kernel_modules``), so ``import ember.ops`` alone already gives every operator
+a CPU kernel, and nothing depends on which package imported the CPU backend first. A backend
+whose array module speaks NumPy's API may instead borrow another backend's kernels
+(``kernels_from="cpu"``): the dispatcher then calls the CPU kernel under a device guard
+(``allocation_device``), so the outputs it allocates come from this device's allocator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ember.core import device as _device
+from ember.core.device import CPU, META, Device
+
+__all__ = ["DeviceBackend", "register_backend", "get_backend", "registered_backends",
+           "kernel_modules", "rename_privateuse1_backend", "privateuse1_name",
+           "allocation_device", "device_guard", "numpy_as_array", "on_register"]
+
+
+def numpy_as_array(buf, shape: tuple, npdtype, byte_offset: int, byte_strides) -> np.ndarray:
+    """A NumPy array of ``shape`` over the flat byte buffer ``buf`` (NumPy-like devices)."""
+    return np.ndarray(shape, npdtype, buffer=buf, offset=byte_offset, strides=byte_strides)
+
+
+def _noop(*args, **kwargs) -> None:
+    return None
+
+
+@dataclass(eq=False)
+class DeviceBackend:
+    """What ember needs to know about one device type (NOTE [Backend descriptors]).
+
+    Args:
+        name: the device type (``"cpu"``, ``"cuda"``, a renamed PrivateUse1 backend).
+        dispatch_key: name of its runtime backend key (``"CPU"``, ``"CUDA"``, ``"PrivateUse1"``).
+        array_module: the module kernels compute with (``numpy``; None for ``meta``).
+        memory: raw memory provider: ``alloc(nbytes) -> (buffer, address)`` and
+            ``free(buffer)``; the caching allocator gets its segments from it.
+        as_array: ``(buffer, shape, npdtype, byte_offset, byte_strides) -> array``, a strided
+            array over a block's bytes.
+        capacity: device memory in bytes (None: the machine's physical memory).
+        kernels: module whose import registers this backend's kernels.
+        kernels_from: device type whose kernels this backend reuses (same array API).
+        synchronize: waits for the device's queued work (a no-op on synchronous devices).
+        current_stream: the stream kernels are queued on (None on stream-less devices).
+        autograd_key: name of its autograd key (default ``"Autograd" + dispatch_key``).
+    """
+
+    name: str
+    dispatch_key: str
+    array_module: ModuleType | None = np
+    memory: Any = None
+    as_array: Callable = numpy_as_array
+    capacity: int | None = None
+    kernels: str | None = None
+    kernels_from: str | None = None
+    synchronize: Callable[[], None] = _noop
+    current_stream: Callable[[], Any] = _noop
+    autograd_key: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.autograd_key:
+            self.autograd_key = "Autograd" + self.dispatch_key
+
+    @property
+    def has_data(self) -> bool:
+        """Whether tensors of this device hold bytes (False for ``meta``)."""
+        return self.array_module is not None
+
+
+_BACKENDS: dict[str, DeviceBackend] = {}
+# Device types whose descriptor a module registers when imported (NOTE [Backend descriptors]).
+_LAZY: dict[str, str] = {"cuda": "ember.cuda"}
+_LISTENERS: list[Callable[[DeviceBackend], None]] = []
+_PRIVATEUSE1 = ["privateuseone"]
+
+
+def on_register(fn: Callable[[DeviceBackend], None]) -> None:
+    """Call ``fn(backend)`` for every backend registered now and later (upper layers' tables)."""
+    _LISTENERS.append(fn)
+    for b in list(_BACKENDS.values()):
+        fn(b)
+
+
+def register_backend(backend: DeviceBackend) -> DeviceBackend:
+    """Make ``backend.name`` a device type served by ``backend`` (replaces nothing).
+
+    Raises:
+        RuntimeError: the device type already has a backend, or a PrivateUse1 backend is
+            registered under a name other than the one ``rename_privateuse1_backend`` gave.
+    """
+    name = backend.name
+    if name in _BACKENDS:
+        raise RuntimeError(f"register_backend: device type {name!r} already has a backend")
+    if backend.dispatch_key == "PrivateUse1" and name != _PRIVATEUSE1[0]:
+        raise RuntimeError(
+            f"register_backend: the PrivateUse1 backend is named {_PRIVATEUSE1[0]!r}; got "
+            f"{name!r}\nhint: call ember.utils.rename_privateuse1_backend({name!r}) first")
+    _device.register_device_type(name)
+    _BACKENDS[name] = backend
+    for fn in _LISTENERS:
+        fn(backend)
+    return backend
+
+
+def get_backend(name: str | Device) -> DeviceBackend:
+    """The backend of a device type (importing its module the first time it is asked for)."""
+    if not isinstance(name, str):
+        name = name.type
+    b = _BACKENDS.get(name)
+    if b is not None:
+        return b
+    module = _LAZY.get(name)
+    if module is not None:
+        importlib.import_module(module)
+        b = _BACKENDS.get(name)
+        if b is not None:
+            return b
+    raise RuntimeError(f"ember: no backend is registered for device type {name!r}; known: "
+                       f"{', '.join(_BACKENDS)}")
+
+
+def registered_backends() -> list[DeviceBackend]:
+    """Every registered backend, in registration order."""
+    return list(_BACKENDS.values())
+
+
+def kernel_modules(dispatch_key: str) -> list[str]:
+    """Modules to import so that ``dispatch_key``'s kernels are registered.
+
+    A backend that borrows another's kernels (``kernels_from``) needs that backend's modules.
+    """
+    mods: list[str] = []
+    for b in list(_BACKENDS.values()):
+        if b.dispatch_key != dispatch_key:
+            continue
+        src = _BACKENDS.get(b.kernels_from) if b.kernels_from else None
+        for m in (b.kernels, src.kernels if src is not None else None):
+            if m and m not in mods:
+                mods.append(m)
+    return mods
+
+
+def privateuse1_name() -> str:
+    """The device type name of the PrivateUse1 backend (``"privateuseone"`` until renamed)."""
+    return _PRIVATEUSE1[0]
+
+
+def rename_privateuse1_backend(name: str) -> None:
+    """Name the PrivateUse1 device type ``name`` (``torch.utils.rename_privateuse1_backend``).
+
+    As in torch, the name can be set once; setting the same name again is allowed.
+
+    Raises:
+        RuntimeError: it was already renamed to another name, or ``name`` is a built-in type.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise RuntimeError(f"rename_privateuse1_backend: expected an identifier; got {name!r}")
+    current = _PRIVATEUSE1[0]
+    if current == name:
+        return
+    if current != "privateuseone":
+        raise RuntimeError(f"torch.register_privateuse1_backend() has already been set! Current "
+                           f"backend: {current}")
+    if name in _BACKENDS or name in _LAZY or name in ("cuda", "cpu", "meta"):
+        raise RuntimeError(f"rename_privateuse1_backend: {name!r} is a built-in device type")
+    _PRIVATEUSE1[0] = name
+
+
+# -- the device guard ----------------------------------------------------------------------
+class _Guard(threading.local):
+    device: Device = CPU
+
+
+_guard = _Guard()
+
+
+def allocation_device() -> Device:
+    """The device a kernel's unplaced outputs are allocated on (cpu unless a guard is set)."""
+    return _guard.device
+
+
+class device_guard:
+    """Context manager: kernels allocate unplaced outputs on ``device`` (torch's DeviceGuard)."""
+
+    __slots__ = ("device", "_saved")
+
+    def __init__(self, device: Device):
+        self.device = device
+
+    def __enter__(self):
+        self._saved = _guard.device
+        _guard.device = self.device
+
+    def __exit__(self, *exc):
+        _guard.device = self._saved
+
+
+def guarded(device: Device, fn: Callable) -> Callable:
+    """``fn`` run with ``device`` as the allocation device (a borrowed kernel)."""
+    g = _guard
+
+    def call(*args, **kwargs):
+        saved = g.device
+        g.device = device
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            g.device = saved
+
+    call.__wrapped__ = fn
+    return call
+
+
+# -- the built-in backends ---------------------------------------------------------------------
+def _builtin() -> None:
+    from ember.memory.allocator import ALLOCATORS
+    from ember.memory.config import UNLIMITED
+    register_backend(DeviceBackend("cpu", "CPU", np, ALLOCATORS["cpu"].backend,
+                                   kernels="ember.backends.cpu"))
+    register_backend(DeviceBackend("meta", "Meta", None, ALLOCATORS["meta"].backend,
+                                   as_array=_no_data, capacity=UNLIMITED))
+
+
+def _no_data(*args):
+    raise RuntimeError("Tensor on the meta device has no data; this operation needs data")
+
+
+_builtin()
+assert get_backend(CPU) is _BACKENDS["cpu"] and get_backend(META) is _BACKENDS["meta"]
