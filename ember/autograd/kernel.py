@@ -37,6 +37,7 @@ from ember.autograd import anomaly
 from ember.autograd._ops import op as aten
 from ember.autograd.grad_mode import _grad
 from ember.autograd.graph import Node, SavedTensor, _sequence, gradient_edge, save_input
+from ember.core import dtype as _dt
 from ember.core.dtype import FLOATING as _FLOATING
 from ember.dispatch import AliasKey, Tag
 from ember.dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, DispatchKey
@@ -173,6 +174,7 @@ class OpNode(Node):
     saves_result = False
     saved_names: frozenset = frozenset()
     schema_names: dict = {}
+    schema_types: dict = {}
     nondiff_outputs: frozenset = frozenset()  # outputs that never require grad (e.g. stats)
 
     def __getattr__(self, name: str):
@@ -195,7 +197,7 @@ class OpNode(Node):
                 raise AttributeError(f"'{cls.__name__}' object has no attribute '{attr}'")
             if value is _NOT_NEEDED:
                 return None
-        return getattr(_Ctx(self), arg)
+        return _as_saved_by_torch(getattr(_Ctx(self), arg), cls.schema_types.get(arg))
 
     def apply(self, grads: tuple) -> tuple:
         if self._bound is None and self._released:
@@ -360,12 +362,13 @@ def register_derivative(op, rule: Callable, *, save=(), signature: Callable | No
     inputs = frozenset(s for s in always if s not in results)
     saves = inputs | frozenset(conds)
     inplace = Tag.inplace in op.tags
+    names, types = _schema_names(op, params)
     cls = type(name or f"{_camel(op.name)}Backward0", (OpNode,), {
         "__slots__": (), "rule": staticmethod(rule), "op": op,
         "saves_anything": bool(saves or results),
         "saves_result": bool(results),
         "saved_names": saves,
-        "schema_names": _schema_names(op, params),
+        "schema_names": names, "schema_types": types,
         "nondiff_outputs": frozenset(nondifferentiable_outputs)})
     op.derivative = cls
     which = None if "result" in results or not results else \
@@ -380,14 +383,31 @@ def register_derivative(op, rule: Callable, *, save=(), signature: Callable | No
     return cls
 
 
-def _schema_names(op, params: list) -> dict:
-    """torch's schema argument name -> this rule's argument name, where they differ (the
-    schema says ``self``, ember's signature ``input``), for ``grad_fn._saved_<name>``."""
+def _schema_names(op, params: list) -> tuple[dict, dict]:
+    """(torch's schema argument name -> this rule's argument name where they differ (the
+    schema says ``self``, ember's signature ``input``), rule argument -> schema type), for
+    ``grad_fn._saved_<name>``."""
     schema = getattr(op, "schema", None)
-    args = [a.name for a in getattr(schema, "arguments", ()) if a.name != "out"]
+    args = [a for a in getattr(schema, "arguments", ()) if a.name != "out"]
     if len(args) != len(params):
-        return {}
-    return {a: p for a, p in zip(args, params) if a != p}
+        return {}, {}
+    return ({a.name: p for a, p in zip(args, params) if a.name != p},
+            {p: a.type for a, p in zip(args, params)})
+
+
+def _as_saved_by_torch(value, schema_type: str | None):
+    """A saved argument as torch shows it: a Python number passed for a Tensor argument is a
+    0-d tensor (float64, int64 or bool, torch's wrapped numbers); an ``int[]`` is a tuple."""
+    if schema_type is None:
+        return value
+    if schema_type.startswith("Tensor") and "[" not in schema_type and \
+            value.__class__ in (bool, int, float):
+        dtype = _dt.bool_ if value.__class__ is bool else \
+            _dt.int64 if value.__class__ is int else _dt.float64
+        return aten("scalar_tensor")(value, dtype=dtype)
+    if schema_type.startswith("int[") and value is not None:
+        return (value,) if value.__class__ is int else tuple(value)
+    return value
 
 
 def autograd_kernel(op, ks: int, *args, **kwargs):

@@ -658,6 +658,11 @@ for _name, _row in UNARY.items():
     _declare_unary(_name, _row)
 for _name, _row in BINARY.items():
     _declare_binary(_name, _row)
+# torch's pow overloads name the operands self/exponent and take Scalars there:
+# ``grad_fn._saved_exponent`` is 2 for ``x ** 2``, not a tensor.
+for _cls in (pow.derivative, INPLACE["pow"].derivative):
+    _cls.schema_names = {"self": "input", "exponent": "other"}
+    _cls.schema_types = {}
 
 
 # -- irregular ops ----------------------------------------------------------------------------

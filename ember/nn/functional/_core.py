@@ -20,7 +20,7 @@ from ember.backends.autocast import autocast_function
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, canonical_dim
 from ember.ops.creation import arange, ones_like, zeros
-from ember.ops.linalg import addmm, matmul
+from ember.ops.linalg import addmm, matmul, mm
 from ember.ops.pointwise import minimum, where
 from ember.ops.reduction import linalg_vector_norm
 from ember.tensor import Tensor
@@ -55,8 +55,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         >>> ember.nn.functional.linear(ember.ones(2, 3), ember.ones(4, 3)).shape
         ember.Size([2, 4])
     """
-    if input.dim() == 2 and bias is not None:
-        return addmm(bias, input, weight.t())
+    if input.dim() == 2 and weight.dim() == 2:  # torch's graph: Addmm/MmBackward0, TBackward0
+        return addmm(bias, input, weight.t()) if bias is not None else mm(input, weight.t())
     out = matmul(input, weight.t())
     return out + bias if bias is not None else out
 
