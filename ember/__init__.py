@@ -3,11 +3,14 @@
 This module only re-exports the torch-like namespace; DESIGN.md describes the layers.
 """
 
+from ember import accelerator as accelerator
 from ember import amp as amp
 from ember import autograd as autograd
 from ember import backends as _backends  # noqa: F401  (autocast policies)
+from ember import cuda as cuda
 from ember import library as library
 from ember import linalg as linalg
+from ember import mps as mps
 from ember import nn as nn
 from ember import ops as ops
 from ember import optim as optim
@@ -21,6 +24,15 @@ from ember.autograd.grad_mode import (
     is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
+)
+from ember.backends import cuda as _backends_cuda  # noqa: F401  (torch.backends.cuda)
+from ember.backends import cudnn as _backends_cudnn  # noqa: F401  (torch.backends.cudnn)
+from ember.backends import mps as _backends_mps  # noqa: F401  (torch.backends.mps)
+from ember.backends.threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
 )
 from ember.core.device import Device, device
 from ember.core.dtype import (

@@ -21,3 +21,11 @@ class DispatchError(NotImplementedError, EmberError):
 
 class SchemaError(ValueError, EmberError):
     """An operator schema string could not be parsed."""
+
+
+def cuda_not_compiled(exc: type[Exception] = AssertionError) -> Exception:
+    """torch's "not compiled with CUDA enabled" error, raised where a CUDA device is needed
+    but no ``"cuda"`` backend is registered; ``exc`` is the type torch raises at that call."""
+    return exc("ember not compiled with CUDA enabled: no 'cuda' backend is registered\n"
+               "hint: choose the device with `\"cuda\" if ember.cuda.is_available() else "
+               "\"cpu\"`")

@@ -16,6 +16,8 @@ from ember.core.device import as_device
 from ember.core.layout import normalize_shape
 from ember.dispatch import DispatchKey, Tag, redispatch
 from ember.dispatch.keys import BACKEND_KEY_OF_DEVICE
+from ember.errors import cuda_not_compiled
+from ember.memory import devices as _devices
 from ember.ops._define import Spec, composite, operator, tensor_method
 from ember.tensor import Tensor
 
@@ -30,6 +32,9 @@ _FACTORY_KW = ", ScalarType? dtype=None, Layout? layout=None, Device? device=Non
 
 def _backend_select(op, ks, *args, **kwargs):
     device = as_device(kwargs.get("device"))
+    if device.type == "cuda" and not any(b.name == "cuda"
+                                         for b in _devices.registered_backends()):
+        raise cuda_not_compiled()  # NOTE [Device namespaces without a device]
     return redispatch(op, ks | (1 << BACKEND_KEY_OF_DEVICE[device.type]), *args, **kwargs)
 
 

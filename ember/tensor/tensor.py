@@ -154,6 +154,37 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self._device.type == "cuda"
 
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+        """This tensor on a CUDA device (``torch.Tensor.cuda``); ``self`` if already there.
+
+        ``device`` is an index, a string or a Device (None: the current CUDA device). Without
+        a CUDA backend this raises torch's ``AssertionError`` ("not compiled with CUDA
+        enabled"; NOTE [Device namespaces without a device] in ``ember.backends.cuda``).
+        """
+        if device is None:
+            target = Device("cuda")
+        elif isinstance(device, int):
+            target = Device("cuda", device)
+        else:
+            target = Device(device)
+            if target.type != "cuda":
+                raise RuntimeError(f"Invalid device, must be cuda device; got {target}")
+        if self._device.type == "cuda" and (target.index is None or target == self._device):
+            return self
+        return self.to(target, non_blocking=non_blocking)
+
+    def pin_memory(self, device=None) -> Tensor:
+        """A copy in page-locked host memory for fast copies to an accelerator.
+
+        Needs an accelerator backend; without one this raises torch's ``RuntimeError``.
+        """
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+    def is_pinned(self, device=None) -> bool:
+        """Whether this tensor lives in page-locked host memory (never, without an
+        accelerator backend)."""
+        return False
+
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
 

@@ -486,6 +486,11 @@ class Module:
         """Move parameters and buffers to the CPU."""
         return self._apply(lambda t: t.to("cpu"))
 
+    def cuda(self, device=None) -> Module:
+        """Move parameters and buffers to a CUDA device (``Tensor.cuda`` on each; without a
+        CUDA backend, torch's ``AssertionError``)."""
+        return self._apply(lambda t: t.cuda(device))
+
     # -- calling ----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
