@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 TESTVENV := .venv-test
 
-.PHONY: demo tour test lint bench clean
+.PHONY: demo tour test lint bench clean test-compiler-versions
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,26 @@ lint: $(TESTVENV)/.stamp
 	$(TESTVENV)/bin/ruff check .
 	$(TESTVENV)/bin/lint-imports
 
-test: lint
+# tests/compiler also runs on every other supported CPython (venvs with the runtime deps only)
+PYENV_VERSIONS ?= $(HOME)/.pyenv/versions
+OTHER_PYTHONS := 3.12 3.13
+
+.venv-py%/.stamp: pyproject.toml
+	@v=$$(echo $* | sed 's/^3/3./'); py=$$(ls -d $(PYENV_VERSIONS)/$$v.* 2>/dev/null | tail -n 1); \
+	if [ -z "$$py" ]; then echo "SKIPPED: Python $$v is not installed"; \
+	else $$py/bin/python -m venv .venv-py$* && \
+	.venv-py$*/bin/pip install -q numpy ml_dtypes pytest hypothesis && touch $@; fi
+
+test-compiler-versions:
+	@for v in $(OTHER_PYTHONS); do \
+	  d=.venv-py$$(echo $$v | tr -d .); \
+	  $(MAKE) --no-print-directory $$d/.stamp; \
+	  if [ -x $$d/bin/python ]; then echo "tests/compiler on Python $$v"; \
+	    $$d/bin/python -m pytest -q -p no:cacheprovider tests/compiler || exit 1; \
+	  else echo "SKIPPED: tests/compiler on Python $$v (interpreter not installed)"; fi; \
+	done
+
+test: lint test-compiler-versions
 	$(TESTVENV)/bin/python -m pytest -n 2 tests
 
 bench: $(TESTVENV)/.stamp
@@ -36,4 +55,4 @@ bench: $(TESTVENV)/.stamp
 	$(TESTVENV)/bin/python bench/train.py
 
 clean:
-	rm -rf $(VENV) $(TESTVENV) build *.egg-info
+	rm -rf $(VENV) $(TESTVENV) .venv-py3* build *.egg-info
