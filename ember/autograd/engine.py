@@ -25,11 +25,13 @@ weight). Where several accumulators are ready at once (``cat(params).sum()``), P
 order is whatever its binary heap makes of equal keys; ember's is their creation order.
 
 NOTE [Stealing gradients]
-A leaf's first gradient becomes its ``.grad`` without a copy when nothing else can see it:
-not a root gradient the caller passed, not already adopted by another leaf, without history
-(unless ``create_graph``), and either base-less or a view that is the only holder of its
-whole base (counted with ``sys.getrefcount``, as PyTorch counts uses of the TensorImpl). It
-must also obey the layout contract: a dense leaf's gradient has the leaf's strides, any
+A leaf's first gradient becomes its ``.grad`` without a copy when nothing else can see it,
+as PyTorch decides by the use count of the TensorImpl: ``sys.getrefcount`` finds only the
+engine's own references (so not a root gradient the caller passed, not one a hook kept, not
+one another leaf adopted or still waits for), it has no history, and it is either base-less
+or a view that is the only holder of its whole base. With ``create_graph`` the gradient is
+adopted, history and all, unless it is a root gradient or already adopted. It must also
+obey the layout contract: a dense leaf's gradient has the leaf's strides, any
 other leaf's gradient is contiguous; a gradient that does not is copied into that layout.
 ``mm``'s backward computes a transposed operand's gradient already transposed (NOTE [mm
 gradient layout] in ember/ops/linalg.py), so a ``Linear`` weight's gradient arrives
@@ -97,6 +99,9 @@ _ACCUMULATE_FIRST = -_INF  # ready-queue key of every AccumulateGrad (then its c
 _GRAD_PROPERTY = Tensor.grad
 _heappush, _heappop = heapq.heappush, heapq.heappop
 _getrefcount = sys.getrefcount
+# References to a gradient nobody else holds, counted in ``_accumulate``: the engine's input
+# buffer, the ``grad`` argument and ``getrefcount``'s own argument.
+_STEALABLE_REFS = 3
 
 
 def _as_tuple(x) -> tuple:
@@ -268,10 +273,9 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
             new = grad if _owned(grad, root_grads, taken) else grad.clone()
             if new is grad:
                 taken[id(grad)] = grad
-        elif grad.grad_fn is None and _obeys_layout(grad, var) and \
-                _owned(grad, root_grads, taken) and _sole_view(grad):
+        elif _getrefcount(grad) <= _STEALABLE_REFS and grad.grad_fn is None and \
+                _obeys_layout(grad, var) and _sole_view(grad):
             new = _detach(grad)
-            taken[id(grad)] = grad
         else:
             new = _clone_obeying_layout(grad.detach(), var)
         if type(var).grad is _GRAD_PROPERTY and new._dtype is var._dtype and \
@@ -435,6 +439,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
                 if not retain_graph:
                     node.release_variables()
                 _feed(node, outs, buffers, deps, ready, needed)
+                outs = None  # the buffers alone hold the gradients (NOTE [Stealing gradients])
             else:
                 _run_node(node, in_grads, retain_graph, buffers, deps, ready, needed)
         callbacks = _engine.callbacks
