@@ -47,7 +47,7 @@ test-compiler-versions:
 	done
 
 test: lint test-compiler-versions
-	$(TESTVENV)/bin/python -m pytest -n 2 tests
+	$(TESTVENV)/bin/python -m pytest -n 2 --doctest-modules ember tests
 
 bench: $(TESTVENV)/.stamp
 	$(TESTVENV)/bin/python bench/overhead.py
