@@ -274,6 +274,113 @@ BINARY_GRADS.update({f"{n}_": _ZERO2 for n in ("eq", "ne", "lt", "le", "gt", "ge
 INPLACE: dict[str, object] = {}
 
 
+# Docstring examples of the table rows: name -> (input data, further arguments, printed result,
+# printed ``input`` after the in-place twin when that differs). Inputs are chosen so that the
+# printout (4 decimals) is the same on every CPU: no result is a rounding tie or a near-zero.
+_EXAMPLES = {
+    "neg": ("[-1.5, 2.0]", "", "tensor([ 1.5000, -2.0000])"),
+    "abs": ("[-1.5, 2.0]", "", "tensor([1.5000, 2.0000])"),
+    "sign": ("[-3.0, 0.0, 2.5]", "", "tensor([-1.,  0.,  1.])"),
+    "exp": ("[0.0, 1.0]", "", "tensor([1.0000, 2.7183])"),
+    "exp2": ("[0.0, 0.5]", "", "tensor([1.0000, 1.4142])"),
+    "expm1": ("[0.0, 1.0]", "", "tensor([0.0000, 1.7183])"),
+    "log": ("[0.5, 2.0]", "", "tensor([-0.6931,  0.6931])"),
+    "log2": ("[0.5, 3.0]", "", "tensor([-1.0000,  1.5850])"),
+    "log10": ("[0.5, 2.0]", "", "tensor([-0.3010,  0.3010])"),
+    "log1p": ("[0.0, 1.0]", "", "tensor([0.0000, 0.6931])"),
+    "sqrt": ("[4.0, 2.0]", "", "tensor([2.0000, 1.4142])"),
+    "rsqrt": ("[4.0, 0.25]", "", "tensor([0.5000, 2.0000])"),
+    "square": ("[-1.5, 2.0]", "", "tensor([2.2500, 4.0000])"),
+    "reciprocal": ("[4.0, -0.5]", "", "tensor([ 0.2500, -2.0000])"),
+    "sin": ("[0.0, 1.0]", "", "tensor([0.0000, 0.8415])"),
+    "cos": ("[0.0, 1.0]", "", "tensor([1.0000, 0.5403])"),
+    "tan": ("[0.0, 1.0]", "", "tensor([0.0000, 1.5574])"),
+    "asin": ("[0.0, 1.0]", "", "tensor([0.0000, 1.5708])"),
+    "acos": ("[0.5, 0.0]", "", "tensor([1.0472, 1.5708])"),
+    "atan": ("[0.0, 1.0]", "", "tensor([0.0000, 0.7854])"),
+    "sinh": ("[0.0, 1.0]", "", "tensor([0.0000, 1.1752])"),
+    "cosh": ("[0.0, 1.0]", "", "tensor([1.0000, 1.5431])"),
+    "tanh": ("[0.0, 1.0]", "", "tensor([0.0000, 0.7616])"),
+    "asinh": ("[0.0, 1.0]", "", "tensor([0.0000, 0.8814])"),
+    "acosh": ("[2.0, 3.0]", "", "tensor([1.3170, 1.7627])"),
+    "atanh": ("[0.0, 0.5]", "", "tensor([0.0000, 0.5493])"),
+    "sigmoid": ("[0.0, 2.0]", "", "tensor([0.5000, 0.8808])"),
+    "erf": ("[0.0, 1.0]", "", "tensor([0.0000, 0.8427])"),
+    "erfc": ("[0.0, 1.0]", "", "tensor([1.0000, 0.1573])"),
+    "erfinv": ("[-0.5, 0.5]", "", "tensor([-0.4769,  0.4769])"),
+    "lgamma": ("[0.5, 3.0]", "", "tensor([0.5724, 0.6931])"),
+    "digamma": ("[1.0, 2.0]", "", "tensor([-0.5772,  0.4228])"),
+    "floor": ("[-1.5, 2.5]", "", "tensor([-2.,  2.])"),
+    "ceil": ("[-1.5, 2.5]", "", "tensor([-1.,  3.])"),
+    "trunc": ("[-1.5, 2.5]", "", "tensor([-1.,  2.])"),
+    "frac": ("[-1.5, 2.25]", "", "tensor([-0.5000,  0.2500])"),
+    "relu": ("[-1.0, 2.0]", "", "tensor([0., 2.])"),
+    "bitwise_not": ("[0, 5]", "", "tensor([-1, -6])"),
+    "logical_not": ("[0.0, 2.0]", "", "tensor([ True, False])", "tensor([1., 0.])"),
+    "isnan": ("[1.0, float('inf'), float('nan')]", "", "tensor([False, False,  True])"),
+    "isinf": ("[1.0, float('inf'), float('nan')]", "", "tensor([False,  True, False])"),
+    "isfinite": ("[1.0, float('inf'), float('nan')]", "", "tensor([ True, False, False])"),
+    "isposinf": ("[1.0, float('inf'), float('-inf')]", "", "tensor([False,  True, False])"),
+    "isneginf": ("[1.0, float('inf'), float('-inf')]", "", "tensor([False, False,  True])"),
+    "add": ("[1, 2]", ", ember.tensor([10, 20]), alpha=2", "tensor([21, 42])"),
+    "sub": ("[5, 7]", ", ember.tensor([1, 2])", "tensor([4, 5])"),
+    "mul": ("[1.5, 2.0]", ", 2", "tensor([3., 4.])"),
+    "floor_divide": ("[7, -7]", ", 2", "tensor([ 3, -4])"),
+    "remainder": ("[7, -7]", ", 3", "tensor([1, 2])"),
+    "fmod": ("[7, -7]", ", 3", "tensor([ 1, -1])"),
+    "pow": ("[2.0, 3.0]", ", 2", "tensor([4., 9.])"),
+    "atan2": ("[1.0, -1.0]", ", ember.tensor([1.0, 1.0])", "tensor([ 0.7854, -0.7854])"),
+    "maximum": ("[1, 5]", ", ember.tensor([3, 2])", "tensor([3, 5])"),
+    "minimum": ("[1, 5]", ", ember.tensor([3, 2])", "tensor([1, 2])"),
+    "fmax": ("[float('nan'), 1.0]", ", ember.tensor([2.0, float('nan')])", "tensor([2., 1.])"),
+    "fmin": ("[float('nan'), 1.0]", ", ember.tensor([2.0, float('nan')])", "tensor([2., 1.])"),
+    "hypot": ("[3.0, 5.0]", ", ember.tensor([4.0, 12.0])", "tensor([ 5., 13.])"),
+    "copysign": ("[1.5, 2.0]", ", ember.tensor([-1.0, 1.0])", "tensor([-1.5000,  2.0000])"),
+    "eq": ("[1, 2, 3]", ", ember.tensor([1, 0, 3])", "tensor([ True, False,  True])",
+           "tensor([1, 0, 1])"),
+    "ne": ("[1, 2, 3]", ", ember.tensor([1, 0, 3])", "tensor([False,  True, False])",
+           "tensor([0, 1, 0])"),
+    "lt": ("[1, 2, 3]", ", 2", "tensor([ True, False, False])", "tensor([1, 0, 0])"),
+    "le": ("[1, 2, 3]", ", 2", "tensor([ True,  True, False])", "tensor([1, 1, 0])"),
+    "gt": ("[1, 2, 3]", ", 2", "tensor([False, False,  True])", "tensor([0, 0, 1])"),
+    "ge": ("[1, 2, 3]", ", 2", "tensor([False,  True,  True])", "tensor([0, 1, 1])"),
+    "logical_and": ("[True, True, False]", ", ember.tensor([True, False, False])",
+                    "tensor([ True, False, False])"),
+    "logical_or": ("[True, True, False]", ", ember.tensor([True, False, False])",
+                   "tensor([ True,  True, False])"),
+    "logical_xor": ("[True, True, False]", ", ember.tensor([True, False, False])",
+                    "tensor([False,  True, False])"),
+    "bitwise_and": ("[12, 10]", ", 6", "tensor([4, 2])"),
+    "bitwise_or": ("[12, 10]", ", 6", "tensor([14, 14])"),
+    "bitwise_xor": ("[12, 10]", ", 6", "tensor([10, 12])"),
+    "bitwise_left_shift": ("[1, 3]", ", 2", "tensor([ 4, 12])"),
+    "bitwise_right_shift": ("[-8, 16]", ", 2", "tensor([-2,  4])"),
+}
+
+
+def _example(name: str, inplace: bool = False) -> str:
+    """The ``Example:`` section of a table op's docstring (of its in-place twin if asked)."""
+    row = _EXAMPLES.get(name)
+    if row is None:
+        return ""
+    data, rest, result = row[:3]
+    if not inplace:
+        return f"""
+    Example:
+        >>> ember.{name}(ember.tensor({data}){rest})
+        {result}
+    """
+    return f"""
+
+    Example:
+        >>> x = ember.tensor({data})
+        >>> ember.{name}_(x{rest}) is x
+        True
+        >>> x
+        {row[3] if len(row) > 3 else result}
+    """
+
+
 # -- validation helpers -----------------------------------------------------------------------
 def not_implemented(kernel: str, d: dt.DType) -> NotImplementedError:
     """torch's "not implemented for 'Bool'" error for a kernel that lacks dtype ``d``."""
@@ -584,7 +691,7 @@ def _declare_unary(name: str, row: Unary):
         input: a tensor. out: optional output tensor (resized; result dtype must cast to it).
 
     Shape: same as ``input``. Dtypes follow ``torch.{name}``.
-    """
+    """ + _example(name)
     out_arg = "" if OUT_RULES.get(name) == "none" else ", *, Tensor(a!)? out=None"
     op = operator(f"{name}(Tensor self{out_arg}) -> Tensor", (Tag.pointwise,))(rule)
     _export(name, op)
@@ -594,7 +701,8 @@ def _declare_unary(name: str, row: Unary):
             check_inplace(self, shape, res)
             return Spec(self._shape, self._dtype)
 
-        rule_.__doc__ = f"In-place :func:`{name}`; bumps ``self``'s version once."
+        rule_.__doc__ = (f"In-place :func:`{name}`; bumps ``self``'s version once."
+                         + _example(name, inplace=True))
         op_ = operator(f"{name}_(Tensor(a!) self) -> Tensor(a!)",
                        (Tag.pointwise, Tag.inplace))(rule_)
         INPLACE[name] = op_
@@ -631,8 +739,9 @@ def _declare_binary(name: str, row: Binary):
             together. out: optional output tensor.
 
     Shape: the broadcast of ``input`` and ``other``. Dtypes follow ``torch.{name}``.
-    """
-    rule_.__doc__ = f"In-place :func:`{name}`; bumps ``self``'s version once."
+    """ + _example(name)
+    rule_.__doc__ = (f"In-place :func:`{name}`; bumps ``self``'s version once."
+                     + _example(name, inplace=True))
     op = operator(f"{name}.Tensor(Tensor self, Tensor other, *{extra}, Tensor(a!)? out=None) "
                   "-> Tensor", (Tag.pointwise,))(rule)
     _export(name, op)
