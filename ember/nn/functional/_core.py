@@ -66,6 +66,11 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
 
     Shape: input1 ``(*, in1)``, input2 ``(*, in2)``, weight ``(out, in1, in2)``, output
     ``(*, out)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.bilinear(ember.ones(4, 2), ember.ones(4, 3), ember.ones(5, 2, 3)).shape
+        ember.Size([4, 5])
     """
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
@@ -96,29 +101,61 @@ def _inplace(input: Tensor, fn, *args) -> Tensor:
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``max(input, 0)``."""
+    """``max(input, 0)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.relu(ember.tensor([-1.0, 0.5, 2.0]))
+        tensor([0.0000, 0.5000, 2.0000])
+    """
     return input.relu_() if inplace else input.relu()
 
 
 def relu_(input: Tensor) -> Tensor:
-    """In-place :func:`relu`."""
+    """In-place :func:`relu`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([-1.0, 2.0])
+        >>> F.relu_(x) is x, x.tolist()
+        (True, [0.0, 2.0])
+    """
     return input.relu_()
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    """``min(max(input, 0), 6)``."""
+    """``min(max(input, 0), 6)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.relu6(ember.tensor([-1.0, 3.0, 8.0]))
+        tensor([0., 3., 6.])
+    """
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """``input`` where positive, else ``negative_slope * input``."""
+    """``input`` where positive, else ``negative_slope * input``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.leaky_relu(ember.tensor([-2.0, 3.0]), negative_slope=0.25)
+        tensor([-0.5000,  3.0000])
+    """
     if inplace:
         return _inplace(input, nn_ops.leaky_relu, negative_slope)
     return nn_ops.leaky_relu(input, negative_slope)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """In-place :func:`leaky_relu`."""
+    """In-place :func:`leaky_relu`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([-2.0, 3.0])
+        >>> F.leaky_relu_(x, 0.5) is x, x.tolist()
+        (True, [-1.0, 3.0])
+    """
     return leaky_relu(input, negative_slope, True)
 
 
@@ -127,6 +164,11 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """Leaky ReLU with a learned slope: one value, or one per channel (dim 1).
 
     Shape: weight ``(1,)`` or ``(C,)``; output as input.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.prelu(ember.tensor([[-2.0, 3.0]]), ember.tensor([0.25]))
+        tensor([[-0.5000,  3.0000]])
     """
     if weight.numel() != 1:
         c = input.shape[1] if input.dim() >= 2 else input.shape[0] if input.dim() else 1
@@ -140,7 +182,13 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
           training: bool = False, inplace: bool = False) -> Tensor:
-    """Randomized leaky ReLU: slope ~ U(lower, upper) per element in training, else the mean."""
+    """Randomized leaky ReLU: slope ~ U(lower, upper) per element in training, else the mean.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.rrelu(ember.tensor([-1.0, 2.0]), lower=0.25, upper=0.75)
+        tensor([-0.5000,  2.0000])
+    """
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     slope = input.detach().new_empty(input.shape).uniform_(lower, upper)
@@ -154,70 +202,153 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
 
     In training each negative element is scaled by a slope drawn from ``U(lower, upper)`` with
     ember's generator; in evaluation by ``(lower + upper) / 2``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([-1.0, 2.0])
+        >>> F.rrelu_(x, 0.25, 0.75) is x, x.tolist()
+        (True, [-0.5, 2.0])
     """
     return rrelu(input, lower, upper, training, True)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """``input`` where positive, else ``alpha * (exp(input) - 1)``."""
+    """``input`` where positive, else ``alpha * (exp(input) - 1)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.elu(ember.tensor([-1.0, 2.0]))
+        tensor([-0.6321,  2.0000])
+    """
     if inplace:
         return _inplace(input, nn_ops.elu, alpha)
     return nn_ops.elu(input, alpha)
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
-    """In-place :func:`elu`."""
+    """In-place :func:`elu`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([-1.0, 2.0])
+        >>> F.elu_(x) is x, x
+        (True, tensor([-0.6321,  2.0000]))
+    """
     return elu(input, alpha, True)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    """Scaled ELU (self-normalising constants as torch)."""
+    """Scaled ELU (self-normalising constants as torch).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.selu(ember.tensor([-1.0, 2.0]))
+        tensor([-1.1113,  2.1014])
+    """
     return _inplace(input, nn_ops.selu) if inplace else nn_ops.selu(input)
 
 
 def selu_(input: Tensor) -> Tensor:
-    """In-place :func:`selu`."""
+    """In-place :func:`selu`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([-1.0, 2.0])
+        >>> F.selu_(x) is x, x
+        (True, tensor([-1.1113,  2.1014]))
+    """
     return selu(input, True)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.celu(ember.tensor([-1.0, 2.0]), alpha=2.0)
+        tensor([-0.7869,  2.0000])
+    """
     return _inplace(input, nn_ops.celu, alpha) if inplace else nn_ops.celu(input, alpha)
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
-    """In-place :func:`celu`."""
+    """In-place :func:`celu`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([-1.0, 2.0])
+        >>> F.celu_(x) is x, x
+        (True, tensor([-0.6321,  2.0000]))
+    """
     return celu(input, alpha, True)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """``x * Phi(x)`` (exact) or torch's tanh approximation (``approximate='tanh'``)."""
+    """``x * Phi(x)`` (exact) or torch's tanh approximation (``approximate='tanh'``).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.gelu(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.1587,  0.0000,  0.8413])
+        >>> F.gelu(ember.tensor([-1.0, 0.0, 1.0]), approximate="tanh")
+        tensor([-0.1588,  0.0000,  0.8412])
+    """
     return nn_ops.gelu(input, approximate=approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * sigmoid(x)``."""
+    """``x * sigmoid(x)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.silu(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.2689,  0.0000,  0.7311])
+    """
     return _inplace(input, nn_ops.silu) if inplace else nn_ops.silu(input)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * tanh(softplus(x))``."""
+    """``x * tanh(softplus(x))``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.mish(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.3034,  0.0000,  0.8651])
+    """
     return _inplace(input, nn_ops.mish) if inplace else nn_ops.mish(input)
 
 
 def sigmoid(input: Tensor) -> Tensor:
-    """Logistic sigmoid."""
+    """Logistic sigmoid.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.sigmoid(ember.tensor([0.0, 2.0]))
+        tensor([0.5000, 0.8808])
+    """
     return input.sigmoid()
 
 
 def tanh(input: Tensor) -> Tensor:
-    """Hyperbolic tangent."""
+    """Hyperbolic tangent.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.tanh(ember.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.7616])
+    """
     return input.tanh()
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
-    """``clamp(input, min_val, max_val)`` (zero gradient outside the open interval)."""
+    """``clamp(input, min_val, max_val)`` (zero gradient outside the open interval).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.hardtanh(ember.tensor([-3.0, 0.5, 3.0]))
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
@@ -226,32 +357,69 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """In-place :func:`hardtanh`."""
+    """In-place :func:`hardtanh`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([-3.0, 0.5, 3.0])
+        >>> F.hardtanh_(x, -2.0, 2.0) is x, x.tolist()
+        (True, [-2.0, 0.5, 2.0])
+    """
     return hardtanh(input, min_val, max_val, True)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * relu6(x + 3) / 6``."""
+    """``x * relu6(x + 3) / 6``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.hardswish(ember.tensor([-1.0, 1.5, 4.0]))
+        tensor([-0.3333,  1.1250,  4.0000])
+    """
     return _inplace(input, nn_ops.hardswish) if inplace else nn_ops.hardswish(input)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """``relu6(x + 3) / 6``."""
+    """``relu6(x + 3) / 6``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.hardsigmoid(ember.tensor([-4.0, 1.5, 4.0]))
+        tensor([0.0000, 0.7500, 1.0000])
+    """
     return _inplace(input, nn_ops.hardsigmoid) if inplace else nn_ops.hardsigmoid(input)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``."""
+    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.softplus(ember.tensor([0.0, 30.0]))
+        tensor([ 0.6931, 30.0000])
+    """
     return nn_ops.softplus(input, beta, threshold)
 
 
 def softsign(input: Tensor) -> Tensor:
-    """``x / (1 + |x|)``."""
+    """``x / (1 + |x|)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.softsign(ember.tensor([-3.0, 1.0]))
+        tensor([-0.7500,  0.5000])
+    """
     return input / (input.abs() + 1)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
-    """``log(sigmoid(x))``, stable."""
+    """``log(sigmoid(x))``, stable.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.logsigmoid(ember.tensor([0.0, -2.0]))
+        tensor([-0.6931, -2.1269])
+    """
     return nn_ops.log_sigmoid(input)
 
 
@@ -263,7 +431,14 @@ def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype: dt.DType | None = None) -> Tensor:
-    """Softmax along ``dim`` (implicit dim with a warning when None, as torch)."""
+    """Softmax along ``dim`` (implicit dim with a warning when None, as torch).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.softmax(ember.tensor([[1.0, 1.0], [0.0, 2.0]]), dim=1)
+        tensor([[0.5000, 0.5000],
+                [0.1192, 0.8808]])
+    """
     if dim is None:
         dim = _softmax_dim("softmax", input.dim(), _stacklevel)
     return nn_ops.softmax(input, dim, dtype)
@@ -271,7 +446,13 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
                 dtype: dt.DType | None = None) -> Tensor:
-    """Log-softmax along ``dim``."""
+    """Log-softmax along ``dim``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.log_softmax(ember.tensor([1.0, 1.0, 1.0, 1.0]), dim=0)
+        tensor([-1.3863, -1.3863, -1.3863, -1.3863])
+    """
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
     return nn_ops.log_softmax(input, dim, dtype)
@@ -279,7 +460,13 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype: dt.DType | None = None) -> Tensor:
-    """``softmax(-input)``."""
+    """``softmax(-input)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.softmin(ember.tensor([0.0, 2.0]), dim=0)
+        tensor([0.8808, 0.1192])
+    """
     if dim is None:
         dim = _softmax_dim("softmin", input.dim(), _stacklevel)
     if dtype is not None:
@@ -316,7 +503,13 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
-    """Gated linear unit: ``a * sigmoid(b)`` for the halves ``a, b`` of ``dim``."""
+    """Gated linear unit: ``a * sigmoid(b)`` for the halves ``a, b`` of ``dim``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.glu(ember.tensor([2.0, -4.0, 0.0, 2.0]))
+        tensor([ 1.0000, -3.5232])
+    """
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = canonical_dim(dim, input.dim())
@@ -328,24 +521,49 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """``input`` where ``input > threshold``, else ``value``."""
+    """``input`` where ``input > threshold``, else ``value``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.threshold(ember.tensor([0.5, 1.0, 3.0]), 1.0, -9.0)
+        tensor([-9., -9.,  3.])
+    """
     if inplace:
         return _inplace(input, lambda x: where(x > threshold, x, value))
     return where(input > threshold, input, value).to(input.dtype)
 
 
 def threshold_(input: Tensor, threshold_: float, value: float) -> Tensor:
-    """In-place :func:`threshold`."""
+    """In-place :func:`threshold`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([0.5, 1.0, 3.0])
+        >>> F.threshold_(x, 1.0, -9.0) is x, x.tolist()
+        (True, [-9.0, -9.0, 3.0])
+    """
     return threshold(input, threshold_, value, True)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x`` where ``|x| > lambd``, else 0."""
+    """``x`` where ``|x| > lambd``, else 0.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.hardshrink(ember.tensor([-1.0, 0.25, 2.0]))
+        tensor([-1.,  0.,  2.])
+    """
     return where((input >= -lambd) & (input <= lambd), 0.0, input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.softshrink(ember.tensor([-1.0, 0.25, 2.0]))
+        tensor([-0.5000,  0.0000,  1.5000])
+    """
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     shifted = where(input > lambd, input - lambd, input + lambd)
@@ -353,7 +571,13 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 def tanhshrink(input: Tensor) -> Tensor:
-    """``x - tanh(x)``."""
+    """``x - tanh(x)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.tanhshrink(ember.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.2384])
+    """
     return input - input.tanh()
 
 
@@ -420,7 +644,15 @@ def _batched(fn, input: Tensor, batched_dim: int, *args):
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` input with probability ``p``."""
+    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` input with probability ``p``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.dropout1d(ember.ones(2, 3, 4), p=0.5).shape
+        ember.Size([2, 3, 4])
+        >>> F.dropout1d(ember.ones(2, 3, 4), training=False).equal(ember.ones(2, 3, 4))
+        True
+    """
     if input.dim() not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a "
                            f"{input.dim()}D input. Note that dropout1d exists to provide "
@@ -431,7 +663,14 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Zero whole channels of ``(N, C, H, W)`` or ``(C, H, W)`` input with probability ``p``."""
+    """Zero whole channels of ``(N, C, H, W)`` or ``(C, H, W)`` input with probability ``p``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> y = F.dropout2d(ember.ones(2, 3, 4, 4), p=0.5)
+        >>> bool(((y == 0) | (y == 2)).all())  # channels zeroed or scaled by 1 / (1 - p)
+        True
+    """
     if input.dim() not in (3, 4):
         warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
                       "deprecated and will result in an error in a future release. To retain "
@@ -451,7 +690,13 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input."""
+    """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.dropout3d(ember.ones(2, 3, 2, 2, 2), p=0.25).shape
+        ember.Size([2, 3, 2, 2, 2])
+    """
     return _batched(_feature_dropout, input, 5, p, training, inplace, False)
 
 
@@ -472,7 +717,15 @@ def _alpha(input: Tensor, p: float, shape: tuple, inplace: bool) -> Tensor:
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
                   inplace: bool = False) -> Tensor:
-    """Dropout that keeps SELU's self-normalising mean and variance (training only)."""
+    """Dropout that keeps SELU's self-normalising mean and variance (training only).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.alpha_dropout(ember.ones(4), p=0.5, training=True).shape
+        ember.Size([4])
+        >>> F.alpha_dropout(ember.ones(4), p=0.5).tolist()  # identity when not training
+        [1.0, 1.0, 1.0, 1.0]
+    """
     _check_p(p)
     if not training or p == 0.0 or input.numel() == 0:
         return input
@@ -481,7 +734,13 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
                           inplace: bool = False) -> Tensor:
-    """Alpha dropout of whole channels."""
+    """Alpha dropout of whole channels.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.feature_alpha_dropout(ember.ones(2, 3, 4), p=0.5, training=True).shape
+        ember.Size([2, 3, 4])
+    """
     return _feature_dropout(input, p, training, inplace, True)
 
 
@@ -531,6 +790,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     in ``input``.
 
     Shape: input ``(*)``, weight ``(num, D)``, output ``(*, D)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> weight = ember.arange(6.0).reshape(3, 2)
+        >>> F.embedding(ember.tensor([[2, 0]]), weight)
+        tensor([[[4., 5.],
+                 [0., 1.]]])
     """
     _check_indices(input)
     padding_idx = _padding_idx(padding_idx, weight.shape[0])
@@ -573,6 +839,13 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
 
     Shape: input ``(B, N)`` (fixed-size bags, ``offsets`` None) or ``(L,)`` with ``offsets``
     ``(B,)`` (``B+1`` with ``include_last_offset``); output ``(B, D)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> weight = ember.arange(6.0).reshape(3, 2)
+        >>> F.embedding_bag(ember.tensor([0, 2, 1]), weight, ember.tensor([0, 2]), mode="sum")
+        tensor([[4., 6.],
+                [2., 3.]])
     """
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max; got {mode}")
@@ -692,6 +965,16 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     unbiased batch variance; normalisation uses the biased one.
 
     Shape: input ``(N, C, *)``; running stats, weight, bias ``(C,)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.tensor([[1.0, 10.0], [3.0, 20.0]])
+        >>> mean, var = ember.zeros(2), ember.ones(2)
+        >>> F.batch_norm(x, mean, var, training=True).round(decimals=3)
+        tensor([[-1., -1.],
+                [ 1.,  1.]])
+        >>> mean  # running statistics updated in place (momentum 0.1)
+        tensor([0.2000, 1.5000])
     """
     if training:
         _verify_batch_size(input.shape)
@@ -730,6 +1013,12 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     the per-instance statistics (as torch).
 
     Shape: input ``(N, C, *)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.instance_norm(ember.tensor([[[1.0, 3.0], [5.0, 9.0]]])).round(decimals=3)
+        tensor([[[-1.,  1.],
+                 [-1.,  1.]]])
     """
     if use_input_stats:
         spatial = 1
@@ -776,6 +1065,12 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     The fused ``native_layer_norm``: autograd keeps the input and the per-row mean and
     ``rstd``, not the intermediate tensors of a composite.
     Shape: input ``(*, *normalized_shape)``; weight and bias ``normalized_shape``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.layer_norm(ember.tensor([[1.0, 3.0], [0.0, 4.0]]), (2,)).round(decimals=3)
+        tensor([[-1.,  1.],
+                [-1.,  1.]])
     """
     dims = _norm_dims(input, normalized_shape, "layer_norm")
     shape = list(input.shape[dims[0]:])
@@ -784,7 +1079,13 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
-    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing dims (eps: the dtype's eps)."""
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing dims (eps: the dtype's eps).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.rms_norm(ember.tensor([[3.0, -3.0]]), (2,)).round(decimals=3)
+        tensor([[ 1., -1.]])
+    """
     dims = _norm_dims(input, normalized_shape, "rms_norm")
     if eps is None:
         eps = dt.finfo(input.dtype).eps
@@ -797,6 +1098,11 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     """Normalise groups of channels per sample, then a per-channel affine.
 
     Shape: input ``(N, C, *)`` with ``C`` divisible by ``num_groups``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.group_norm(ember.tensor([[1.0, 3.0, 5.0, 9.0]]), 2).round(decimals=3)
+        tensor([[-1.,  1., -1.,  1.]])
     """
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
@@ -816,7 +1122,13 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
-    """``input / max(||input||_p, eps)`` along ``dim``."""
+    """``input / max(||input||_p, eps)`` along ``dim``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.normalize(ember.tensor([[3.0, 4.0]]))
+        tensor([[0.6000, 0.8000]])
+    """
     denom = linalg_vector_norm(input, p, dim=dim, keepdim=True).clamp_min(eps)
     res = input / denom
     return out.copy_(res) if out is not None else res
@@ -824,7 +1136,13 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim`` (broadcast); each norm is
-    clamped to ``eps`` without affecting its gradient, as torch."""
+    clamped to ``eps`` without affecting its gradient, as torch.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.cosine_similarity(ember.tensor([[1.0, 0.0]]), ember.tensor([[2.0, 0.0]]))
+        tensor([1.])
+    """
     x1, x2 = x1.broadcast_to(_bshape(x1, x2)), x2.broadcast_to(_bshape(x1, x2))
     n1 = _clamp_value(linalg_vector_norm(x1, 2, dim=dim, keepdim=True), eps)
     n2 = _clamp_value(linalg_vector_norm(x2, 2, dim=dim, keepdim=True), eps)
@@ -842,7 +1160,13 @@ def _clamp_value(t: Tensor, eps: float) -> Tensor:
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
-    """``||x1 - x2 + eps||_p`` over the last dim."""
+    """``||x1 - x2 + eps||_p`` over the last dim.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.pairwise_distance(ember.tensor([[0.0, 0.0]]), ember.tensor([[3.0, 4.0]]), eps=0.0)
+        tensor([5.])
+    """
     return linalg_vector_norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
 
 
