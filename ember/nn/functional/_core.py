@@ -1228,7 +1228,13 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
 @autocast_function("fp32")
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
-    """Absolute error ``|input - target|``, reduced."""
+    """Absolute error ``|input - target|``, reduced.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.l1_loss(ember.tensor([1.0, -3.0]), ember.zeros(2))
+        tensor(2.)
+    """
     _check_target_size("l1_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     loss = (input - target).abs()
@@ -1240,7 +1246,13 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
 @autocast_function("fp32")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
-    """Quadratic below ``beta`` (``0.5 d^2 / beta``), linear above (``|d| - 0.5 beta``)."""
+    """Quadratic below ``beta`` (``0.5 d^2 / beta``), linear above (``|d| - 0.5 beta``).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.smooth_l1_loss(ember.tensor([0.5, 3.0]), ember.zeros(2), reduction="none")
+        tensor([0.1250, 2.5000])
+    """
     _check_target_size("smooth_l1_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
@@ -1255,7 +1267,13 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
 @autocast_function("fp32")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
-    """Quadratic below ``delta`` (``0.5 d^2``), linear above (``delta (|d| - 0.5 delta)``)."""
+    """Quadratic below ``delta`` (``0.5 d^2``), linear above (``delta (|d| - 0.5 delta)``).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.huber_loss(ember.tensor([0.5, 3.0]), ember.zeros(2), reduction="none", delta=2.0)
+        tensor([0.1250, 4.0000])
+    """
     _check_target_size("huber_loss", input, target)
     d = (input - target).abs()
     loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
@@ -1267,7 +1285,13 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 @autocast_function("fp32")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    """``-(t log x + (1 - t) log(1 - x))`` with logs clamped at -100 (as torch)."""
+    """``-(t log x + (1 - t) log(1 - x))`` with logs clamped at -100 (as torch).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.binary_cross_entropy(ember.tensor([0.5, 0.5]), ember.tensor([1.0, 0.0]))
+        tensor(0.6931)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
@@ -1291,6 +1315,11 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     """``binary_cross_entropy(sigmoid(input), target)`` computed stably from logits.
 
     ``pos_weight`` weights the positive term per class.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.binary_cross_entropy_with_logits(ember.zeros(2), ember.tensor([1.0, 0.0]))
+        tensor(0.6931)
     """
     reduction = _reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
@@ -1310,7 +1339,14 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
 @autocast_function("fp32")
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
-    """Pointwise KL divergence ``target * (log target - input)`` (``input`` is log-probs)."""
+    """Pointwise KL divergence ``target * (log target - input)`` (``input`` is log-probs).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> logp = ember.tensor([[0.5, 0.5]]).log()
+        >>> F.kl_div(logp, ember.tensor([[0.5, 0.5]]), reduction="batchmean")
+        tensor(0.)
+    """
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     elif reduction == "mean":
@@ -1373,6 +1409,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 
     Shape: input ``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``; target ``(N)``, ``()`` or
     ``(N, d1, ...)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.nll_loss(ember.tensor([[-1.0, -2.0], [-3.0, -4.0]]), ember.tensor([1, 0]))
+        tensor(2.5000)
     """
     reduction = _reduction(size_average, reduce, reduction)
     loss, w = _nll_parts(input, target, weight, ignore_index)
@@ -1446,7 +1487,14 @@ def _soft_cross_entropy(logp, target, weight, ignore_index, reduction, ls, class
 @autocast_function("fp32")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    """``max(0, -target * (input1 - input2) + margin)``."""
+    """``max(0, -target * (input1 - input2) + margin)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x1, x2 = ember.tensor([1.0, 2.0]), ember.tensor([2.0, 1.0])
+        >>> F.margin_ranking_loss(x1, x2, ember.tensor([1.0, 1.0]), reduction="none")
+        tensor([1., 0.])
+    """
     reduction = _reduction(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
@@ -1459,7 +1507,14 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 @autocast_function("fp32")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    """``x`` where target is 1, ``max(0, margin - x)`` where target is -1."""
+    """``x`` where target is 1, ``max(0, margin - x)`` where target is -1.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> y = ember.tensor([1.0, -1.0])
+        >>> F.hinge_embedding_loss(ember.tensor([0.25, 0.25]), y, reduction="none")
+        tensor([0.2500, 0.7500])
+    """
     reduction = _reduction(size_average, reduce, reduction)
     margin_part = where(target != 1, (margin - input).clamp_min(0), 0.0)
     self_part = where(target != -1, input, 0.0)
@@ -1469,7 +1524,14 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
 @autocast_function("fp32")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1."""
+    """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> a, b = ember.tensor([[1.0, 0.0]]), ember.tensor([[0.0, 1.0]])
+        >>> F.cosine_embedding_loss(a, b, ember.tensor([1]))
+        tensor(1.)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() not in (1, 2):
         raise RuntimeError(f"cosine_embedding_loss : 1D or 2D input expected, got "
@@ -1490,7 +1552,14 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None,
                         reduction: str = "mean") -> Tensor:
-    """``max(0, d(a, p) - d(a, n) + margin)`` with ``d`` the pairwise p-norm distance."""
+    """``max(0, d(a, p) - d(a, n) + margin)`` with ``d`` the pairwise p-norm distance.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> a, p, n = ember.zeros(1, 2), ember.tensor([[3.0, 4.0]]), ember.tensor([[0.0, 1.0]])
+        >>> F.triplet_margin_loss(a, p, n, eps=0.0)
+        tensor(5.)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     if not anchor.dim() == positive.dim() == negative.dim():
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
@@ -1515,6 +1584,13 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     Raises:
         ValueError: an unknown ``reduction`` or ``margin <= 0``.
         RuntimeError: the three inputs differ in number of dimensions.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> a, p, n = ember.zeros(1, 2), ember.tensor([[3.0, 4.0]]), ember.tensor([[0.0, 1.0]])
+        >>> l1 = lambda x, y: (x - y).abs().sum(-1)
+        >>> F.triplet_margin_with_distance_loss(a, p, n, distance_function=l1)
+        tensor(7.)
     """
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -1535,7 +1611,13 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
 @autocast_function("fp32")
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:
-    """``log(1 + exp(-target * input))``."""
+    """``log(1 + exp(-target * input))``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.soft_margin_loss(ember.zeros(2), ember.tensor([1.0, -1.0]))
+        tensor(0.6931)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     return _reduce((-target * input).exp().log1p(), reduction)
 
@@ -1544,7 +1626,13 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Tensor | None = None, size_average=None, reduce=None,
                       reduction: str = "mean") -> Tensor:
-    """Multi-class hinge: ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C``."""
+    """Multi-class hinge: ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.multi_margin_loss(ember.tensor([[0.5, 1.0, 0.0]]), ember.tensor([1]))
+        tensor(0.1667)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -1595,6 +1683,11 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     Raises:
         RuntimeError: a 3-d or empty-class input, a target of another shape or dtype, or a
             target value outside ``[-1, C)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.multilabel_margin_loss(ember.tensor([[0.5, 1.0, 0.0]]), ember.tensor([[1, -1, 0]]))
+        tensor(0.1667)
     """
     reduction = _reduction(size_average, reduce, reduction)
     c = _check_multilabel(input, target)
@@ -1616,7 +1709,13 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                 size_average=None, reduce=None,
                                 reduction: str = "mean") -> Tensor:
-    """Mean over classes of the binary logistic loss of each label."""
+    """Mean over classes of the binary logistic loss of each label.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.multilabel_soft_margin_loss(ember.zeros(1, 3), ember.tensor([[1.0, 0.0, 1.0]]))
+        tensor(0.6931)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     loss = -(target * nn_ops.log_sigmoid(input) + (1 - target) * nn_ops.log_sigmoid(-input))
     if weight is not None:
@@ -1629,7 +1728,13 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average=None, eps: float = 1e-8, reduce=None,
                      reduction: str = "mean") -> Tensor:
-    """Poisson negative log-likelihood (``exp(input) - target * input`` for log inputs)."""
+    """Poisson negative log-likelihood (``exp(input) - target * input`` for log inputs).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.poisson_nll_loss(ember.zeros(2), ember.tensor([1.0, 3.0]))
+        tensor(1.)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
@@ -1641,7 +1746,13 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
-    """``0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps))`` (+ const if full)."""
+    """``0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps))`` (+ const if full).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.gaussian_nll_loss(ember.tensor([1.0, 3.0]), ember.tensor([2.0, 1.0]), ember.ones(2))
+        tensor(1.2500)
+    """
     if not isinstance(var, Tensor):
         var = ones_like(input) * var
     if var.dim() == input.dim() - 1 or (var.dim() == input.dim() and var.shape[-1] == 1
