@@ -71,6 +71,14 @@ def view(self: Tensor, *shape):
 
     Raises:
         RuntimeError: the strides cannot express the new shape ("Use .reshape(...) instead").
+
+    Example:
+        >>> x = ember.arange(6)
+        >>> x.view(2, 3)
+        tensor([[0, 1, 2],
+                [3, 4, 5]])
+        >>> ember.view(x, (3, -1)).shape
+        ember.Size([3, 2])
     """
     shape = infer_size(_sizes(shape), numel(self._shape))
     stride = view_strides(self._shape, self._stride, shape)
@@ -87,7 +95,12 @@ def _view_backward(ctx, grad):
 
 
 def view_as_dtype(self: Tensor, dtype: dt.DType) -> Tensor:
-    """Reinterpret the bytes as ``dtype`` (``Tensor.view(dtype)``); the last dim rescales."""
+    """Reinterpret the bytes as ``dtype`` (``Tensor.view(dtype)``); the last dim rescales.
+
+    Example:
+        >>> ember.tensor([1.0]).view(ember.int32)
+        tensor([1065353216], dtype=ember.int32)
+    """
     old, new = self._dtype.itemsize, dtype.itemsize
     shape, stride, offset = list(self._shape), list(self._stride), self._offset
     if old == new:
@@ -127,13 +140,25 @@ def _tensor_view(self: Tensor, *shape):
 
 @composite("view_as(Tensor(a) self, Tensor other) -> Tensor(a)")
 def view_as(self: Tensor, other: Tensor) -> Tensor:
-    """``self.view(other.shape)``."""
+    """``self.view(other.shape)``.
+
+    Example:
+        >>> ember.arange(4).view_as(ember.zeros(2, 2))
+        tensor([[0, 1],
+                [2, 3]])
+    """
     return view(self, other._shape)
 
 
 @composite("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)")
 def reshape(self: Tensor, *shape) -> Tensor:
-    """A view with the new shape when strides allow it, otherwise a contiguous copy."""
+    """A view with the new shape when strides allow it, otherwise a contiguous copy.
+
+    Example:
+        >>> x = ember.arange(6).reshape(2, 3)
+        >>> x.t().reshape(6)  # not viewable: copied
+        tensor([0, 3, 1, 4, 2, 5])
+    """
     shape = infer_size(_sizes(shape), numel(self._shape))
     if view_strides(self._shape, self._stride, shape) is not None:
         return view(self, shape)
@@ -142,13 +167,25 @@ def reshape(self: Tensor, *shape) -> Tensor:
 
 @composite("reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)")
 def reshape_as(self: Tensor, other: Tensor) -> Tensor:
-    """``self.reshape(other.shape)``."""
+    """``self.reshape(other.shape)``.
+
+    Example:
+        >>> ember.arange(4).reshape_as(ember.zeros(2, 2)).shape
+        ember.Size([2, 2])
+    """
     return reshape(self, other._shape)
 
 
 @composite("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)")
 def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    """Merge dims ``start_dim..end_dim`` into one (a view when possible; 0-d becomes 1-d)."""
+    """Merge dims ``start_dim..end_dim`` into one (a view when possible; 0-d becomes 1-d).
+
+    Example:
+        >>> ember.zeros(2, 3, 4).flatten(1).shape
+        ember.Size([2, 12])
+        >>> ember.flatten(ember.zeros(2, 3, 4)).shape
+        ember.Size([24])
+    """
     nd = len(self._shape)
     if nd == 0:
         return reshape(self, (1,))
@@ -163,7 +200,12 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 @composite("unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)")
 def unflatten(self: Tensor, dim: int, sizes) -> Tensor:
-    """Split ``dim`` into ``sizes`` (one ``-1`` allowed)."""
+    """Split ``dim`` into ``sizes`` (one ``-1`` allowed).
+
+    Example:
+        >>> ember.zeros(2, 12).unflatten(1, (3, -1)).shape
+        ember.Size([2, 3, 4])
+    """
     d = canonical_dim(dim, len(self._shape))
     sizes = tuple(sizes)
     if not sizes:
@@ -178,7 +220,17 @@ def unflatten(self: Tensor, dim: int, sizes) -> Tensor:
 # -- permutations ------------------------------------------------------------------------------
 @view_operator("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")
 def transpose(self: Tensor, dim0: int, dim1: int):
-    """Swap two dims (strides swap with them)."""
+    """Swap two dims (strides swap with them).
+
+    Example:
+        >>> x = ember.arange(6).reshape(2, 3)
+        >>> ember.transpose(x, 0, 1)
+        tensor([[0, 3],
+                [1, 4],
+                [2, 5]])
+        >>> x.transpose(0, 1).stride()
+        (1, 3)
+    """
     nd = len(self._shape)
     a, b = canonical_dim(dim0, nd), canonical_dim(dim1, nd)
     shape, stride = list(self._shape), list(self._stride)
@@ -198,7 +250,12 @@ TENSOR_METHODS["swapaxes"] = TENSOR_METHODS["swapdims"] = transpose
 
 @view_operator("t(Tensor(a) self) -> Tensor(a)")
 def t(self: Tensor):
-    """Transpose a matrix (0-d and 1-d tensors are returned as views of themselves)."""
+    """Transpose a matrix (0-d and 1-d tensors are returned as views of themselves).
+
+    Example:
+        >>> ember.arange(6).reshape(2, 3).t().shape
+        ember.Size([3, 2])
+    """
     nd = len(self._shape)
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
@@ -212,7 +269,12 @@ def _t_backward(ctx, grad):
 
 @view_operator("permute(Tensor(a) self, int[] dims) -> Tensor(a)")
 def permute(self: Tensor, *dims):
-    """Reorder dims: output dim i is input dim ``dims[i]``."""
+    """Reorder dims: output dim i is input dim ``dims[i]``.
+
+    Example:
+        >>> ember.zeros(2, 3, 4).permute(2, 0, 1).shape
+        ember.Size([4, 2, 3])
+    """
     dims = _sizes(dims)
     nd = len(self._shape)
     if len(dims) != nd:
@@ -239,7 +301,12 @@ def _permute_backward(ctx, grad):
 
 @composite("movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
 def movedim(self: Tensor, source, destination) -> Tensor:
-    """Move dims ``source`` to positions ``destination``; the others keep their order."""
+    """Move dims ``source`` to positions ``destination``; the others keep their order.
+
+    Example:
+        >>> ember.movedim(ember.zeros(2, 3, 4), 0, -1).shape
+        ember.Size([3, 4, 2])
+    """
     nd = len(self._shape)
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
@@ -277,14 +344,27 @@ def _mT(self: Tensor) -> Tensor:
 
 
 def adjoint(self: Tensor) -> Tensor:
-    """The conjugate transpose of the last two dims (``mT`` for real tensors)."""
+    """The conjugate transpose of the last two dims (``mT`` for real tensors).
+
+    Example:
+        >>> ember.adjoint(ember.arange(6).reshape(2, 3)).shape
+        ember.Size([3, 2])
+    """
     return _mT(self)
 
 
 # -- broadcasting ------------------------------------------------------------------------------
 @view_operator("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)")
 def expand(self: Tensor, *sizes, implicit: bool = False):
-    """Broadcast size-1 dims to ``sizes`` with stride 0 (``-1`` keeps a size)."""
+    """Broadcast size-1 dims to ``sizes`` with stride 0 (``-1`` keeps a size).
+
+    Example:
+        >>> ember.tensor([[1], [2]]).expand(2, 3)
+        tensor([[1, 1, 1],
+                [2, 2, 2]])
+        >>> ember.tensor([1, 2]).expand(3, -1).stride()
+        (0, 1)
+    """
     shape, stride = expand_geometry(self._shape, self._stride, _sizes(sizes))
     return shape, stride, self._offset
 
@@ -296,20 +376,36 @@ def _expand_backward(ctx, grad):
 
 @composite("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)")
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
-    """``self.expand(other.shape)``."""
+    """``self.expand(other.shape)``.
+
+    Example:
+        >>> ember.tensor([1, 2]).expand_as(ember.zeros(3, 2)).shape
+        ember.Size([3, 2])
+    """
     return expand(self, other._shape)
 
 
 @composite("broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)")
 def broadcast_to(self: Tensor, size) -> Tensor:
-    """``self.expand(size)``."""
+    """``self.expand(size)``.
+
+    Example:
+        >>> ember.broadcast_to(ember.tensor([1, 2]), (2, 2))
+        tensor([[1, 2],
+                [1, 2]])
+    """
     return expand(self, tuple(size))
 
 
 # -- slicing -----------------------------------------------------------------------------------
 @view_operator("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)")
 def narrow(self: Tensor, dim: int, start: int, length: int):
-    """Elements ``start .. start+length`` of ``dim``."""
+    """Elements ``start .. start+length`` of ``dim``.
+
+    Example:
+        >>> ember.narrow(ember.arange(6), 0, 2, 3)
+        tensor([2, 3, 4])
+    """
     if not self._shape:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = canonical_dim(dim, len(self._shape))
@@ -332,7 +428,12 @@ def _narrow_backward(ctx, grad):
 
 @view_operator("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
 def select(self: Tensor, dim: int, index: int):
-    """Index ``dim`` at ``index``; the dim disappears."""
+    """Index ``dim`` at ``index``; the dim disappears.
+
+    Example:
+        >>> ember.arange(6).reshape(2, 3).select(1, 2)
+        tensor([2, 5])
+    """
     nd = len(self._shape)
     if nd == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -354,7 +455,12 @@ def _select_backward(ctx, grad):
 @view_operator("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, "
                "SymInt step=1) -> Tensor(a)", method=False)
 def slice(self: Tensor, dim: int = 0, start=None, end=None, step: int = 1):
-    """``self[..., start:end:step, ...]`` on ``dim`` (positive steps only, bounds clamped)."""
+    """``self[..., start:end:step, ...]`` on ``dim`` (positive steps only, bounds clamped).
+
+    Example:
+        >>> ember.slice(ember.arange(10), 0, 1, 8, 3)
+        tensor([1, 4, 7])
+    """
     d = canonical_dim(dim, len(self._shape))
     if step <= 0:
         raise ValueError("step must be greater than zero")
@@ -385,7 +491,14 @@ def _clamp_slice(start, end, size):
 
 @view_operator("squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)")
 def squeeze(self: Tensor, dim=None):
-    """Drop size-1 dims (all of them, or those of ``dim`` that have size 1)."""
+    """Drop size-1 dims (all of them, or those of ``dim`` that have size 1).
+
+    Example:
+        >>> ember.zeros(2, 1, 3, 1).squeeze().shape
+        ember.Size([2, 3])
+        >>> ember.zeros(2, 1, 3, 1).squeeze(1).shape
+        ember.Size([2, 3, 1])
+    """
     nd = len(self._shape)
     if dim is None:
         keep = [i for i in range(nd) if self._shape[i] != 1]
@@ -404,7 +517,14 @@ def _squeeze_backward(ctx, grad):
 
 @view_operator("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
 def unsqueeze(self: Tensor, dim: int):
-    """Insert a size-1 dim at ``dim``."""
+    """Insert a size-1 dim at ``dim``.
+
+    Example:
+        >>> ember.tensor([1, 2]).unsqueeze(0)
+        tensor([[1, 2]])
+        >>> ember.tensor([1, 2]).unsqueeze(-1).shape
+        ember.Size([2, 1])
+    """
     nd = len(self._shape)
     d = canonical_dim(dim, nd + 1)
     inner = self._stride[d] * self._shape[d] if d < nd else 1
@@ -419,7 +539,14 @@ def _unsqueeze_backward(ctx, grad):
 
 @view_operator("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)")
 def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1):
-    """The diagonal of dims ``dim1``/``dim2`` (shifted by ``offset``) as a new last dim."""
+    """The diagonal of dims ``dim1``/``dim2`` (shifted by ``offset``) as a new last dim.
+
+    Example:
+        >>> ember.arange(9).reshape(3, 3).diagonal()
+        tensor([0, 4, 8])
+        >>> ember.arange(9).reshape(3, 3).diagonal(offset=1)
+        tensor([1, 5])
+    """
     nd = len(self._shape)
     a, b = canonical_dim(dim1, nd), canonical_dim(dim2, nd)
     if a == b:
@@ -444,7 +571,15 @@ def _diagonal_backward(ctx, grad):
 
 @view_operator("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")
 def unfold(self: Tensor, dimension: int, size: int, step: int):
-    """Windows of ``size`` every ``step`` along ``dimension``, as a new last dim."""
+    """Windows of ``size`` every ``step`` along ``dimension``, as a new last dim.
+
+    Example:
+        >>> ember.arange(5).unfold(0, 2, 1)
+        tensor([[0, 1],
+                [1, 2],
+                [2, 3],
+                [3, 4]])
+    """
     nd = len(self._shape)
     d = canonical_dim(dimension, nd) if nd else 0
     dim_size = self._shape[d] if nd else 1
@@ -482,7 +617,13 @@ def _unfold_backward(ctx, grad):
 @view_operator("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, "
                "SymInt? storage_offset=None) -> Tensor(a)")
 def as_strided(self: Tensor, size, stride, storage_offset=None):
-    """A view with explicit geometry over the same storage (bounds-checked)."""
+    """A view with explicit geometry over the same storage (bounds-checked).
+
+    Example:
+        >>> ember.as_strided(ember.arange(6), (2, 2), (1, 2))
+        tensor([[0, 2],
+                [1, 3]])
+    """
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
@@ -516,7 +657,14 @@ def _as_strided_backward(ctx, grad):
 
 @view_operator("alias(Tensor(a) self) -> Tensor(a)")
 def alias(self: Tensor):
-    """A view of the whole tensor."""
+    """A view of the whole tensor.
+
+    Example:
+        >>> x = ember.tensor([1, 2])
+        >>> y = ember.alias(x)
+        >>> y is x, y.data_ptr() == x.data_ptr()
+        (False, True)
+    """
     return self._shape, self._stride, self._offset
 
 
@@ -528,7 +676,14 @@ def _alias_backward(ctx, grad):
 # -- multi-view ops ----------------------------------------------------------------------------
 @composite("split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]")
 def split(self: Tensor, split_size_or_sections, dim: int = 0):
-    """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or given section sizes."""
+    """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or given section sizes.
+
+    Example:
+        >>> [p.tolist() for p in ember.arange(5).split(2)]
+        [[0, 1], [2, 3], [4]]
+        >>> [p.tolist() for p in ember.split(ember.arange(5), [1, 4])]
+        [[0], [1, 2, 3, 4]]
+    """
     if not isinstance(split_size_or_sections, int):
         return split_with_sizes(self, split_size_or_sections, dim)
     d = canonical_dim(dim, len(self._shape))
@@ -544,7 +699,12 @@ def split(self: Tensor, split_size_or_sections, dim: int = 0):
 
 @composite("split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]")
 def split_with_sizes(self: Tensor, split_sizes, dim: int = 0):
-    """Pieces of the given sizes along ``dim`` (they must sum to its size)."""
+    """Pieces of the given sizes along ``dim`` (they must sum to its size).
+
+    Example:
+        >>> [p.shape for p in ember.zeros(5, 2).split_with_sizes([2, 3])]
+        [ember.Size([2, 2]), ember.Size([3, 2])]
+    """
     d = canonical_dim(dim, len(self._shape))
     sizes = [int(s) for s in split_sizes]
     if sum(sizes) != self._shape[d] or any(s < 0 for s in sizes):
@@ -560,7 +720,14 @@ def split_with_sizes(self: Tensor, split_sizes, dim: int = 0):
 
 @composite("tensor_split.sections(Tensor(a) self, SymInt sections, int dim=0) -> Tensor(a)[]")
 def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
-    """Split into ``n`` nearly equal parts, or at the given indices (``torch.tensor_split``)."""
+    """Split into ``n`` nearly equal parts, or at the given indices (``torch.tensor_split``).
+
+    Example:
+        >>> [p.tolist() for p in ember.arange(5).tensor_split(3)]
+        [[0, 1], [2, 3], [4]]
+        >>> [p.tolist() for p in ember.arange(5).tensor_split([1, 3])]
+        [[0], [1, 2], [3, 4]]
+    """
     d = canonical_dim(dim, len(self._shape))
     size = self._shape[d]
     if isinstance(indices_or_sections, Tensor):
@@ -587,7 +754,12 @@ def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
 
 @composite("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]")
 def chunk(self: Tensor, chunks: int, dim: int = 0):
-    """At most ``chunks`` pieces of size ``ceil(n / chunks)`` along ``dim``."""
+    """At most ``chunks`` pieces of size ``ceil(n / chunks)`` along ``dim``.
+
+    Example:
+        >>> [p.tolist() for p in ember.arange(5).chunk(2)]
+        [[0, 1, 2], [3, 4]]
+    """
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     d = canonical_dim(dim, len(self._shape))
@@ -601,7 +773,12 @@ def chunk(self: Tensor, chunks: int, dim: int = 0):
 
 @composite("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]")
 def unbind(self: Tensor, dim: int = 0):
-    """All slices along ``dim`` (the dim removed)."""
+    """All slices along ``dim`` (the dim removed).
+
+    Example:
+        >>> ember.unbind(ember.tensor([[1, 2], [3, 4]]))
+        (tensor([1, 2]), tensor([3, 4]))
+    """
     if not self._shape:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = canonical_dim(dim, len(self._shape))
@@ -623,26 +800,48 @@ def _split_along(self: Tensor, sections, dim: int, name: str, min_dim: int):
 
 @tensor_method("hsplit")
 def hsplit(self: Tensor, sections):
-    """Split along dim 1 (dim 0 for 1-d tensors)."""
+    """Split along dim 1 (dim 0 for 1-d tensors).
+
+    Example:
+        >>> [p.shape for p in ember.zeros(2, 4).hsplit(2)]
+        [ember.Size([2, 2]), ember.Size([2, 2])]
+    """
     return _split_along(self, sections, 1 if len(self._shape) > 1 else 0, "hsplit", 1)
 
 
 @tensor_method("vsplit")
 def vsplit(self: Tensor, sections):
-    """Split along dim 0 of a tensor with at least 2 dims."""
+    """Split along dim 0 of a tensor with at least 2 dims.
+
+    Example:
+        >>> [p.shape for p in ember.zeros(4, 2).vsplit([1])]
+        [ember.Size([1, 2]), ember.Size([3, 2])]
+    """
     return _split_along(self, sections, 0, "vsplit", 2)
 
 
 @tensor_method("dsplit")
 def dsplit(self: Tensor, sections):
-    """Split along dim 2 of a tensor with at least 3 dims."""
+    """Split along dim 2 of a tensor with at least 3 dims.
+
+    Example:
+        >>> [p.shape for p in ember.zeros(2, 2, 6).dsplit(3)]
+        [ember.Size([2, 2, 2]), ember.Size([2, 2, 2]), ember.Size([2, 2, 2])]
+    """
     return _split_along(self, sections, 2, "dsplit", 3)
 
 
 # -- detach ------------------------------------------------------------------------------------
 @composite("detach(Tensor(a) self) -> Tensor(a)")
 def detach(self: Tensor) -> Tensor:
-    """A tensor sharing storage and version counter, outside autograd (not a view)."""
+    """A tensor sharing storage and version counter, outside autograd (not a view).
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> y = (x * 2).detach()
+        >>> y.requires_grad, y.grad_fn is None
+        (False, True)
+    """
     from ember.tensor import make_tensor
     out = make_tensor(self._storage, self._shape, self._stride, self._offset, self._dtype,
                       self._device, version=self._ver)
