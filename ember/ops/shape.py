@@ -181,7 +181,12 @@ def _cat_backward(ctx, grad):
 
 
 def concatenate(tensors, axis: int = 0, out=None) -> Tensor:
-    """Alias of :func:`cat` with NumPy's ``axis`` name."""
+    """Alias of :func:`cat` with NumPy's ``axis`` name.
+
+    Example:
+        >>> ember.concatenate([ember.zeros(1, 2), ember.ones(2, 2)], axis=0).shape
+        ember.Size([3, 2])
+    """
     return cat(tensors, axis, out=out)
 
 
@@ -206,6 +211,13 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Join equally shaped tensors along a new ``dim``.
 
     Shape: ``k`` tensors of shape ``S`` give ``S`` with ``k`` inserted at ``dim``.
+
+    Example:
+        >>> ember.stack([ember.tensor([1, 2]), ember.tensor([3, 4])])
+        tensor([[1, 2],
+                [3, 4]])
+        >>> ember.stack([ember.zeros(2, 3)] * 4, dim=1).shape
+        ember.Size([2, 4, 3])
     """
     tensors = list(tensors)
     first = tensors[0]._shape
@@ -219,32 +231,60 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
 
 @_joiner("hstack(Tensor[] tensors, *, Tensor(a!)? out=None) -> Tensor", "hstack")
 def hstack(tensors, *, out=None) -> Tensor:
-    """Concatenate column-wise: along dim 0 for 1-d inputs, else dim 1."""
+    """Concatenate column-wise: along dim 0 for 1-d inputs, else dim 1.
+
+    Example:
+        >>> ember.hstack([ember.tensor([1, 2]), ember.tensor([3])])
+        tensor([1, 2, 3])
+    """
     ts = atleast_1d(list(tensors))
     return cat(ts, 0 if ts[0].dim() == 1 else 1, out=out)
 
 
 @_joiner("vstack(Tensor[] tensors, *, Tensor(a!)? out=None) -> Tensor", "vstack")
 def vstack(tensors, *, out=None) -> Tensor:
-    """Concatenate row-wise after making every input at least 2-d."""
+    """Concatenate row-wise after making every input at least 2-d.
+
+    Example:
+        >>> ember.vstack([ember.tensor([1, 2]), ember.tensor([3, 4])])
+        tensor([[1, 2],
+                [3, 4]])
+    """
     return cat(atleast_2d(list(tensors)), 0, out=out)
 
 
 @_joiner("row_stack(Tensor[] tensors, *, Tensor(a!)? out=None) -> Tensor", "row_stack")
 def row_stack(tensors, *, out=None) -> Tensor:
-    """Alias of :func:`vstack`."""
+    """Alias of :func:`vstack`.
+
+    Example:
+        >>> ember.row_stack([ember.tensor([1, 2]), ember.tensor([3, 4])]).shape
+        ember.Size([2, 2])
+    """
     return cat(atleast_2d(list(tensors)), 0, out=out)
 
 
 @_joiner("dstack(Tensor[] tensors, *, Tensor(a!)? out=None) -> Tensor", "dstack")
 def dstack(tensors, *, out=None) -> Tensor:
-    """Concatenate depth-wise (dim 2) after making every input at least 3-d."""
+    """Concatenate depth-wise (dim 2) after making every input at least 3-d.
+
+    Example:
+        >>> ember.dstack([ember.tensor([1, 2]), ember.tensor([3, 4])])
+        tensor([[[1, 3],
+                 [2, 4]]])
+    """
     return cat(atleast_3d(list(tensors)), 2, out=out)
 
 
 @_joiner("column_stack(Tensor[] tensors, *, Tensor(a!)? out=None) -> Tensor", "column_stack")
 def column_stack(tensors, *, out=None) -> Tensor:
-    """Stack as columns: 0-d and 1-d inputs become ``(numel, 1)``; then cat along dim 1."""
+    """Stack as columns: 0-d and 1-d inputs become ``(numel, 1)``; then cat along dim 1.
+
+    Example:
+        >>> ember.column_stack([ember.tensor([1, 2]), ember.tensor([3, 4])])
+        tensor([[1, 3],
+                [2, 4]])
+    """
     cols = [reshape(t, (t.numel(), 1)) if t.dim() <= 1 else t for t in tensors]
     return cat(cols, 1, out=out)
 
@@ -276,29 +316,55 @@ def _at3(t: Tensor) -> Tensor:
 
 
 def atleast_1d(*tensors):
-    """Each input viewed with at least 1 dim (inputs that have one are returned as is)."""
+    """Each input viewed with at least 1 dim (inputs that have one are returned as is).
+
+    Example:
+        >>> ember.atleast_1d(ember.tensor(5))
+        tensor([5])
+    """
     return _atleast(_at1, tensors)
 
 
 def atleast_2d(*tensors):
-    """Each input viewed with at least 2 dims (1-d ``(n,)`` becomes ``(1, n)``)."""
+    """Each input viewed with at least 2 dims (1-d ``(n,)`` becomes ``(1, n)``).
+
+    Example:
+        >>> ember.atleast_2d(ember.tensor([1, 2])).shape
+        ember.Size([1, 2])
+    """
     return _atleast(_at2, tensors)
 
 
 def atleast_3d(*tensors):
-    """Each input viewed with at least 3 dims (``(n,)`` -> ``(1, n, 1)``, 2-d adds a last dim)."""
+    """Each input viewed with at least 3 dims (``(n,)`` -> ``(1, n, 1)``, 2-d adds a last dim).
+
+    Example:
+        >>> [t.shape for t in ember.atleast_3d(ember.tensor(1), ember.zeros(2, 3))]
+        [ember.Size([1, 1, 1]), ember.Size([2, 3, 1])]
+    """
     return _atleast(_at3, tensors)
 
 
 # -- broadcasting ------------------------------------------------------------------------------
 def broadcast_shapes(*shapes) -> Size:
-    """The broadcast of shapes given as ints or sequences, as an ``ember.Size``."""
+    """The broadcast of shapes given as ints or sequences, as an ``ember.Size``.
+
+    Example:
+        >>> ember.broadcast_shapes((2, 1), (3,), (1, 1, 1))
+        ember.Size([1, 2, 3])
+    """
     return Size(_broadcast(*((s,) if isinstance(s, int) else tuple(s) for s in shapes)))
 
 
 @composite("broadcast_tensors(Tensor[] tensors) -> Tensor[]", method=False)
 def broadcast_tensors(*tensors) -> tuple:
-    """Expand every input to their common broadcast shape (views, stride 0 where expanded)."""
+    """Expand every input to their common broadcast shape (views, stride 0 where expanded).
+
+    Example:
+        >>> a, b = ember.broadcast_tensors(ember.zeros(2, 1), ember.zeros(3))
+        >>> a.shape, b.shape
+        (ember.Size([2, 3]), ember.Size([2, 3]))
+    """
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
     shape = _broadcast(*(t._shape for t in tensors))
@@ -320,6 +386,17 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
 
     ``indexing='ij'`` (the default, with a warning when omitted) gives shape
     ``(len(t0), len(t1), ...)``; ``'xy'`` swaps the first two output dims.
+
+    Example:
+        >>> xs, ys = ember.meshgrid(ember.tensor([1, 2, 3]), ember.tensor([4, 5]), indexing="ij")
+        >>> xs
+        tensor([[1, 1],
+                [2, 2],
+                [3, 3]])
+        >>> ys
+        tensor([[4, 5],
+                [4, 5],
+                [4, 5]])
     """
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
@@ -381,7 +458,13 @@ def _flip_backward(ctx, grad):
 
 @composite("fliplr(Tensor self) -> Tensor")
 def fliplr(self: Tensor) -> Tensor:
-    """Flip dim 1 (left/right); needs at least 2 dims."""
+    """Flip dim 1 (left/right); needs at least 2 dims.
+
+    Example:
+        >>> ember.fliplr(ember.tensor([[1, 2], [3, 4]]))
+        tensor([[2, 1],
+                [4, 3]])
+    """
     if len(self._shape) < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(self, (1,))
@@ -389,7 +472,13 @@ def fliplr(self: Tensor) -> Tensor:
 
 @composite("flipud(Tensor self) -> Tensor")
 def flipud(self: Tensor) -> Tensor:
-    """Flip dim 0 (up/down); needs at least 1 dim."""
+    """Flip dim 0 (up/down); needs at least 1 dim.
+
+    Example:
+        >>> ember.flipud(ember.tensor([[1, 2], [3, 4]]))
+        tensor([[3, 4],
+                [1, 2]])
+    """
     if not self._shape:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(self, (0,))
@@ -433,6 +522,11 @@ def rot90(self: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     """Rotate by 90 degrees ``k`` times in the plane of ``dims`` (from dims[0] towards dims[1]).
 
     Like torch, odd ``k`` gives a transposed (non-contiguous) result.
+
+    Example:
+        >>> ember.rot90(ember.tensor([[1, 2], [3, 4]]))
+        tensor([[2, 4],
+                [1, 3]])
     """
     dims = tuple(dims)
     nd = len(self._shape)
@@ -494,7 +588,13 @@ def _repeat_backward(ctx, grad):
 
 @composite("tile(Tensor self, SymInt[] dims) -> Tensor")
 def tile(self: Tensor, *dims) -> Tensor:
-    """Like ``repeat``, but ``dims`` shorter than ``self.dim()`` is padded with leading ones."""
+    """Like ``repeat``, but ``dims`` shorter than ``self.dim()`` is padded with leading ones.
+
+    Example:
+        >>> ember.tile(ember.tensor([1, 2]), (2, 2))
+        tensor([[1, 2, 1, 2],
+                [1, 2, 1, 2]])
+    """
     dims = _int_list(dims)
     dims = (1,) * (len(self._shape) - len(dims)) + dims
     return repeat(self, dims)
@@ -540,6 +640,12 @@ def repeat_interleave(self: Tensor, repeats=None, dim=None, *, output_size=None)
     ``repeats`` is an int or a 0-d/1-d integer tensor; with ``dim=None`` the input is flattened.
     The one-argument form ``repeat_interleave(repeats)`` repeats ``arange(len(repeats))``.
     A tensor ``repeats`` makes the output size data dependent: meta tensors need ``output_size``.
+
+    Example:
+        >>> ember.repeat_interleave(ember.tensor([1, 2]), 2)
+        tensor([1, 1, 2, 2])
+        >>> ember.tensor([1, 2]).repeat_interleave(ember.tensor([1, 3]))
+        tensor([1, 2, 2, 2])
     """
     shape, reps, d = repeat_interleave_args(self, repeats, dim, output_size)
     if shape is not None and not isinstance(reps, Tensor):
@@ -587,8 +693,16 @@ def _declare_tri(name: str, doc: str):
         check_writable(self)
         return Spec(self._shape, self._dtype)
 
-    rule.__doc__ = doc + "\n\nShape: same as ``input`` (at least 2-d; batched over leading dims)."
-    rule_.__doc__ = f"In-place :func:`{name}`."
+    summary, _, example = doc.partition("\n\n")
+    rule.__doc__ = (summary + "\n\n    Shape: same as ``input`` (at least 2-d; batched over "
+                    "leading dims).\n\n" + example)
+    rule_.__doc__ = f"""In-place :func:`{name}`.
+
+    Example:
+        >>> x = ember.ones(2, 2)
+        >>> ember.{name}_(x) is x, int(x.sum())
+        (True, 3)
+    """
     op = operator(f"{name}(Tensor self, int diagonal=0, *, Tensor(a!)? out=None) -> Tensor")(
         rule)
     op_ = operator(f"{name}_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)", (Tag.inplace,))(
@@ -596,8 +710,21 @@ def _declare_tri(name: str, doc: str):
     return op, op_
 
 
-tril, tril_ = _declare_tri("tril", "Zero the elements above the ``diagonal``-th diagonal.")
-triu, triu_ = _declare_tri("triu", "Zero the elements below the ``diagonal``-th diagonal.")
+tril, tril_ = _declare_tri("tril", """Zero the elements above the ``diagonal``-th diagonal.
+
+    Example:
+        >>> ember.tril(ember.ones(2, 3, dtype=ember.int64))
+        tensor([[1, 0, 0],
+                [1, 1, 0]])
+    """)
+triu, triu_ = _declare_tri("triu", """Zero the elements below the ``diagonal``-th diagonal.
+
+    Example:
+        >>> ember.triu(ember.ones(3, 2, dtype=ember.int64), diagonal=1)
+        tensor([[0, 1],
+                [0, 0],
+                [0, 0]])
+    """)
 
 
 def _tri_backward(tri):
@@ -629,6 +756,11 @@ def diag_embed(self: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1):
     """Matrices (in dims ``dim1``/``dim2``) whose ``offset`` diagonal is the last dim of input.
 
     Shape: ``(*, n)`` -> ``(*, n+|offset|, n+|offset|)`` with the new dims at ``dim1``/``dim2``.
+
+    Example:
+        >>> ember.diag_embed(ember.tensor([1, 2]))
+        tensor([[1, 0],
+                [0, 2]])
     """
     return Spec(diag_embed_shape(self, offset, dim1, dim2)[0], self._dtype)
 
@@ -673,13 +805,25 @@ def _diag_backward(ctx, grad):
 
 @composite("diagflat(Tensor self, int offset=0) -> Tensor")
 def diagflat(self: Tensor, offset: int = 0) -> Tensor:
-    """A 2-d matrix with the flattened input on its ``offset`` diagonal."""
+    """A 2-d matrix with the flattened input on its ``offset`` diagonal.
+
+    Example:
+        >>> ember.diagflat(ember.tensor([[1, 2]]), offset=1)
+        tensor([[0, 1, 0],
+                [0, 0, 2],
+                [0, 0, 0]])
+    """
     return diag(flatten(self), offset)
 
 
 @operator("trace(Tensor self) -> Tensor")
 def trace(self: Tensor):
-    """Sum of the main diagonal of a matrix; integer inputs sum to int64."""
+    """Sum of the main diagonal of a matrix; integer inputs sum to int64.
+
+    Example:
+        >>> ember.trace(ember.arange(9).reshape(3, 3))
+        tensor(12)
+    """
     if self._dtype is dt.bool_:
         raise _not_implemented("trace", self._dtype)
     if len(self._shape) != 2:
@@ -727,6 +871,10 @@ def cross(self: Tensor, other: Tensor, dim=None, *, out=None):
     """Cross product of 3-vectors along ``dim`` (broadcasting the other dims).
 
     ``dim=None`` is deprecated torch behaviour: the first dim of size 3 of ``input``.
+
+    Example:
+        >>> ember.cross(ember.tensor([1.0, 0.0, 0.0]), ember.tensor([0.0, 1.0, 0.0]), dim=0)
+        tensor([0., 0., 1.])
     """
     return Spec(cross_args(self, other, dim)[0], self._dtype)
 
@@ -818,7 +966,14 @@ _keep_indices(sort)
            "Tensor(a!)? out=None) -> Tensor")
 def argsort(self: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False,
             out=None):
-    """Indices that sort ``self`` along ``dim`` (``sort(...).indices``)."""
+    """Indices that sort ``self`` along ``dim`` (``sort(...).indices``).
+
+    Example:
+        >>> ember.argsort(ember.tensor([3, 1, 2]))
+        tensor([1, 2, 0])
+        >>> ember.tensor([3, 1, 2]).argsort(descending=True)
+        tensor([0, 2, 1])
+    """
     if out is None:
         return sort(self, dim, descending, stable=stable)[1]
     values = empty(0, dtype=self._dtype, device=self._device)
@@ -827,7 +982,13 @@ def argsort(self: Tensor, dim: int = -1, descending: bool = False, *, stable: bo
 
 @composite("msort(Tensor self, *, Tensor(a!)? out=None) -> Tensor")
 def msort(self: Tensor, *, out=None) -> Tensor:
-    """Sort along dim 0 and return the values."""
+    """Sort along dim 0 and return the values.
+
+    Example:
+        >>> ember.msort(ember.tensor([[3, 1], [1, 2]]))
+        tensor([[1, 1],
+                [3, 2]])
+    """
     if out is None:
         return sort(self, 0)[0]
     return sort(self, 0, out=(out, empty(0, dtype=dt.int64, device=self._device)))[0]
@@ -853,6 +1014,11 @@ def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool
 
     NaN counts as larger than every number. Results are always in sorted order; which of
     several equal elements is picked is implementation defined (as in torch).
+
+    Example:
+        >>> values, indices = ember.topk(ember.tensor([1.0, 5.0, 3.0, 4.0]), 2)
+        >>> values, indices
+        (tensor([5., 4.]), tensor([1, 3]))
     """
     d = topk_dim(self, k, dim)
     shape = self._shape[:d] + (k,) + self._shape[d + 1:] if self._shape else ()
@@ -890,6 +1056,11 @@ def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=
     """The ``k``-th smallest element along ``dim`` (1-based) and its index.
 
     Shape: ``dim`` removed (kept as size 1 with ``keepdim``).
+
+    Example:
+        >>> result = ember.kthvalue(ember.tensor([4.0, 1.0, 3.0]), 2)
+        >>> result.values, result.indices
+        (tensor(3.), tensor(2))
     """
     d = kthvalue_dim(self, k, dim)
     if not self._shape:
@@ -998,6 +1169,12 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
     """Eliminate all but the first element of every run of equal consecutive elements.
 
     Returns like :func:`unique` (values, and optionally ``inverse`` and ``counts``).
+
+    Example:
+        >>> ember.unique_consecutive(ember.tensor([1, 1, 2, 2, 3, 1]))
+        tensor([1, 2, 3, 1])
+        >>> ember.unique_consecutive(ember.tensor([1, 1, 2]), return_counts=True)
+        (tensor([1, 2]), tensor([2, 1]))
     """
     res = _unique_consecutive(input, return_inverse, return_counts, dim)
     return _pick(res, return_inverse, return_counts)
@@ -1024,6 +1201,12 @@ def bincount(self: Tensor, weights=None, minlength: int = 0):
 
     Shape: ``(max(max(input) + 1, minlength),)``; int64, or float32/float64 with weights
     (float32 weights stay float32, others give float64, as in torch).
+
+    Example:
+        >>> ember.bincount(ember.tensor([0, 2, 2, 3]))
+        tensor([1, 0, 2, 1])
+        >>> ember.bincount(ember.tensor([0, 1]), minlength=4)
+        tensor([1, 1, 0, 0])
     """
     bincount_check(self, weights, minlength)
     raise _no_meta("bincount")
@@ -1045,6 +1228,10 @@ def histc_check(self: Tensor, bins: int, min, max) -> None:
 def histc(self: Tensor, bins: int = 100, min=0, max=0, *, out=None):
     """Histogram of ``bins`` equal-width bins over ``[min, max]`` (the data's range when
     ``min == max``); elements outside are ignored. Float inputs only.
+
+    Example:
+        >>> ember.histc(ember.tensor([0.5, 1.5, 1.5, 3.5]), bins=4, min=0, max=4)
+        tensor([1., 2., 0., 1.])
     """
     histc_check(self, bins, min, max)
     return Spec((bins,), self._dtype)
@@ -1125,7 +1312,14 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,
 def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False,
               out=None):
     """Bucket index of each ``input`` value among 1-d sorted ``boundaries``
-    (``searchsorted(boundaries, input)``)."""
+    (``searchsorted(boundaries, input)``).
+
+    Example:
+        >>> ember.bucketize(ember.tensor([1, 4, 9]), ember.tensor([2, 4, 6]))
+        tensor([0, 1, 3])
+        >>> ember.bucketize(ember.tensor([1, 4, 9]), ember.tensor([2, 4, 6]), right=True)
+        tensor([0, 2, 3])
+    """
     if len(boundaries._shape) != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got "
                            f"dim({len(boundaries._shape)})")
