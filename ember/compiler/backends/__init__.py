@@ -1,0 +1,87 @@
+"""Backends: turn a captured ``Graph`` into a callable.
+
+``"eager"`` replays the graph with ember ops (debugging capture); ``"numpy"`` generates
+Python/NumPy source (the default); a user callable receives ``(GraphModule, example_inputs)``
+and returns a callable, as in ``torch.compile``. :func:`compile_graph` is the one entry point
+the rest of the compiler uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ember.autograd.grad_mode import grad_state
+from ember.compiler.graph import Graph, GraphModule
+from ember.tensor import Tensor
+
+__all__ = ["compile_graph", "register_backend", "lookup_backend", "list_backends"]
+
+_BACKENDS: dict[str, Callable] = {}
+
+
+def register_backend(name: str, fn: Callable | None = None):
+    """Register ``fn(graph_module, example_inputs) -> callable`` under ``name``."""
+    def deco(f):
+        _BACKENDS[name] = f
+        return f
+
+    return deco(fn) if fn is not None else deco
+
+
+def list_backends() -> list[str]:
+    """Names of the registered backends (``torch._dynamo.list_backends``)."""
+    _load()
+    return sorted(_BACKENDS)
+
+
+def _load() -> None:
+    if "numpy" not in _BACKENDS:
+        from ember.compiler.backends import eager, numpy_backend  # noqa: F401 - registers
+
+
+def lookup_backend(backend) -> Callable:
+    """The backend function for a name or a callable.
+
+    Raises:
+        ValueError: unknown backend name (the message lists the known ones).
+    """
+    _load()
+    if callable(backend):
+        return backend
+    if isinstance(backend, str) and backend in _BACKENDS:
+        return _BACKENDS[backend]
+    raise ValueError(f"ember.compile: unknown backend {backend!r}; expected one of "
+                     f"{sorted(_BACKENDS)} or a callable (graph_module, example_inputs) -> "
+                     f"callable")
+
+
+def _needs_autograd(example_inputs) -> bool:
+    return grad_state().enabled and any(
+        isinstance(t, Tensor) and t.requires_grad for t in example_inputs)
+
+
+_warned_grad: set = set()
+
+
+def compile_graph(graph: Graph, example_inputs, backend="numpy") -> Callable:
+    """Compile ``graph`` with ``backend``; the result maps the graph inputs to its outputs.
+
+    While grad mode is on and an input tensor requires grad, built-in backends run the graph
+    on the eager backend so that autograd records it (compiled training is not implemented
+    yet); the first time this happens it is logged under ``EMBER_LOGS=graph_code``.
+    """
+    fn = lookup_backend(backend)
+    gm = GraphModule(graph)
+    if isinstance(backend, str) and backend != "eager" and _needs_autograd(example_inputs):
+        from ember.compiler import logs
+
+        if "grad" not in _warned_grad:
+            _warned_grad.add("grad")
+            logs.log("graph_code", "graph inputs require grad: running the graph with the eager "
+                     "backend so that autograd records it")
+        return _BACKENDS["eager"](gm, example_inputs)
+    compiled = fn(gm, list(example_inputs))
+    if not callable(compiled):
+        raise TypeError(f"ember.compile: backend {backend!r} returned {type(compiled).__name__}, "
+                        f"expected a callable")
+    return compiled

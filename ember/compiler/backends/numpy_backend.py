@@ -1,0 +1,751 @@
+"""The ``numpy`` backend: a graph becomes one generated Python function over NumPy arrays.
+
+Inputs are read as NumPy views once, each op is one NumPy expression (no dispatcher, no
+allocator round trip), and the outputs are wrapped as ember tensors once at the end.
+NOTE [NumPy rendering is opt-in per node]
+A node is rendered with NumPy only when a rule in ``_RULES`` covers it *and* its dtypes are
+ones where NumPy computes what eager ember computes (float32/float64 arithmetic, comparisons,
+shape ops on any dtype). Everything else (half precision, integer arithmetic whose overflow
+or promotion could differ, in-place ops on graph inputs, outputs that must alias an input)
+calls the ember op itself on ember tensors: slower, never wrong. Each rule returns an
+expression string or ``None`` ("not this case"), so that decision stays local to the rule.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ember.backends.cpu._util import _IGNORE, _reset_errstate, _set_errstate
+from ember.compiler.backends import register_backend
+from ember.compiler.graph import (
+    GraphModule,
+    Node,
+    _render,
+    _sanitize,
+    code_globals,
+    compile_source,
+)
+from ember.core import dtype as dt
+from ember.core.device import CPU
+from ember.dispatch import Operator, Tag
+from ember.memory.storage import Storage
+from ember.tensor import Tensor
+from ember.tensor.tensor import from_numpy, make_tensor, numpy_view
+
+__all__ = ["numpy_backend", "generate", "RULES"]
+
+_FLOATS = (dt.float32, dt.float64)
+_HALF = (dt.float16, dt.bfloat16)
+# ops that may return a view of their input (followed when asking "who owns this memory?")
+_MAY_ALIAS = {"reshape", "flatten", "_unsafe_view", "contiguous", "view_as", "expand_as",
+              "_to_copy_noop"}
+
+
+# -- wrapping outputs ---------------------------------------------------------------------------
+_NP_TO_DT = {np.dtype(d.np): d for d in (dt.float32, dt.float64, dt.float16, dt.bfloat16,
+                                          dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8,
+                                          dt.bool_)}
+
+
+def _wrap(a, npdtype):
+    """An ember tensor over NumPy result ``a`` (cast to ``npdtype`` first if it differs)."""
+    if type(a) is not np.ndarray:
+        a = np.asarray(a, npdtype)
+    elif a.dtype != npdtype:
+        a = a.astype(npdtype)
+    if not a.flags.c_contiguous or a.size == 0:
+        if a.size and min(a.strides, default=0) < 0:
+            a = a.copy()
+        return from_numpy(a)
+    raw = a.reshape(-1).view(np.uint8)
+    item = a.itemsize
+    t = make_tensor(Storage.wrap(raw, owner=a), a.shape,
+                    tuple(s // item for s in a.strides), 0, _NP_TO_DT[a.dtype], CPU)
+    t._arr = a
+    return t
+
+
+# -- rules --------------------------------------------------------------------------------------
+RULES: dict[str, callable] = {}
+
+
+def rule(*names):
+    def deco(fn):
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return deco
+
+
+def _bind(op: Operator, args: tuple, kwargs: dict) -> dict:
+    b = {}
+    for i, a in enumerate(op.schema.arguments):
+        if i < len(args) and not a.kwarg_only:
+            b[a.name] = args[i]
+        elif a.name in kwargs:
+            b[a.name] = kwargs[a.name]
+        else:
+            b[a.name] = a.default
+    return b
+
+
+def _is_float_tensor(x) -> bool:
+    return isinstance(x, Node) and isinstance(x.val, Tensor) and x.val.dtype in _FLOATS
+
+
+def _scalar_ok(x, dtype) -> bool:
+    """A Python scalar NumPy treats as weakly typed exactly as torch does for ``dtype``."""
+    if type(x) is float:
+        return dtype in _FLOATS
+    if type(x) is int:
+        return dtype in _FLOATS and abs(x) < 2 ** 24
+    return False
+
+
+def _same_float(node: Node, *xs) -> bool:
+    """All tensor operands share the output's float dtype; scalars are weak."""
+    out = node.val
+    if not isinstance(out, Tensor) or out.dtype not in _FLOATS:
+        return False
+    for x in xs:
+        if isinstance(x, Node):
+            if not isinstance(x.val, Tensor) or x.val.dtype is not out.dtype:
+                return False
+        elif x is not None and not _scalar_ok(x, out.dtype):
+            return False
+    return True
+
+
+_UNARY = {"neg": "np.negative({})", "exp": "np.exp({})", "log": "np.log({})",
+          "log2": "np.log2({})", "log10": "np.log10({})", "log1p": "np.log1p({})",
+          "expm1": "np.expm1({})", "sqrt": "np.sqrt({})", "rsqrt": "1.0 / np.sqrt({})",
+          "sin": "np.sin({})", "cos": "np.cos({})", "tan": "np.tan({})", "tanh": "np.tanh({})",
+          "abs": "np.abs({})", "floor": "np.floor({})", "ceil": "np.ceil({})",
+          "trunc": "np.trunc({})", "reciprocal": "1.0 / {}", "square": "np.square({})",
+          "relu": "np.maximum({}, 0)", "asin": "np.arcsin({})", "acos": "np.arccos({})",
+          "atan": "np.arctan({})", "sinh": "np.sinh({})", "cosh": "np.cosh({})",
+          "sigmoid": "1.0 / (1.0 + np.exp(np.negative({})))", "exp2": "np.exp2({})",
+          "sign": "np.sign({})"}
+
+
+def _unary(g, node, b):
+    x = b.get("self", b.get("input"))
+    if not _same_float(node, x):
+        return None
+    return _UNARY[node.target.name].format(g.a(x))
+
+
+for _n in _UNARY:
+    RULES[_n] = _unary
+
+
+_BINARY = {"add": "np.add", "sub": "np.subtract", "mul": "np.multiply", "div": "np.true_divide",
+           "maximum": "np.maximum", "minimum": "np.minimum", "pow": "np.power",
+           "atan2": "np.arctan2", "fmod": "np.fmod", "hypot": "np.hypot",
+           "true_divide": "np.true_divide", "multiply": "np.multiply",
+           "subtract": "np.subtract"}
+
+
+def _binary(g, node, b):
+    x, y = b.get("self"), b.get("other", b.get("exponent"))
+    if x is None or y is None or not _same_float(node, x, y):
+        return None
+    if not isinstance(x, Node) and not isinstance(y, Node):
+        return None
+    alpha = b.get("alpha", 1)
+    if b.get("rounding_mode") is not None:
+        return None
+    ys = g.a(y)
+    if alpha != 1:
+        if not _scalar_ok(alpha, node.val.dtype):
+            return None
+        ys = f"np.multiply({ys}, {alpha!r})"
+    return f"{_BINARY[node.target.name]}({g.a(x)}, {ys})"
+
+
+for _n in _BINARY:
+    RULES[_n] = _binary
+
+_COMPARE = {"eq": "np.equal", "ne": "np.not_equal", "lt": "np.less", "le": "np.less_equal",
+            "gt": "np.greater", "ge": "np.greater_equal"}
+
+
+@rule(*_COMPARE)
+def _compare(g, node, b):
+    x, y = b["self"], b["other"]
+    ref = x if isinstance(x, Node) else y
+    dtype = ref.val.dtype
+    for v in (x, y):
+        if isinstance(v, Node):
+            if v.val.dtype is not dtype or dtype in _HALF:
+                return None
+        elif not (_scalar_ok(v, dtype) or (type(v) is int and dtype in (dt.int32, dt.int64) and
+                                           abs(v) < 2 ** 31)):
+            return None
+    return f"{_COMPARE[node.target.name]}({g.a(x)}, {g.a(y)})"
+
+
+@rule("where")
+def _where(g, node, b):
+    c, x, y = b["condition"], b["self"], b["other"]
+    if x is None or y is None or not _same_float(node, x, y):
+        return None
+    if not (isinstance(c, Node) and c.val.dtype is dt.bool_):
+        return None
+    return f"np.where({g.a(c)}, {g.a(x)}, {g.a(y)})"
+
+
+@rule("masked_fill")
+def _masked_fill(g, node, b):
+    x, mask, v = b["self"], b["mask"], b["value"]
+    if not _same_float(node, x, v) or mask.val.dtype is not dt.bool_:
+        return None
+    return f"np.where({g.a(mask)}, {g.const_dtype(node)}({g.a(v)}), {g.a(x)})"
+
+
+@rule("clamp", "clip")
+def _clamp(g, node, b):
+    x, lo, hi = b["self"], b.get("min"), b.get("max")
+    if not _same_float(node, x, lo, hi) or (lo is None and hi is None):
+        return None
+    expr = g.a(x)
+    if lo is not None:
+        expr = f"np.maximum({expr}, {g.a(lo)})"
+    if hi is not None:
+        expr = f"np.minimum({expr}, {g.a(hi)})"
+    return expr
+
+
+@rule("gelu")
+def _gelu(g, node, b):
+    x = b["self"]
+    if b.get("approximate") != "tanh" or not _same_float(node, x):
+        return None
+    c = repr(math.sqrt(2.0 / math.pi))
+    a = g.a(x)
+    return f"0.5 * {a} * (1.0 + np.tanh({c} * ({a} + 0.044715 * {a} * {a} * {a})))"
+
+
+@rule("silu")
+def _silu(g, node, b):
+    x = b["self"]
+    if not _same_float(node, x):
+        return None
+    return f"{g.a(x)} / (1.0 + np.exp(np.negative({g.a(x)})))"
+
+
+# -- reductions ---------------------------------------------------------------------------------
+def _dims(dim, ndim: int):
+    if dim is None or dim == []:
+        return None
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(sorted(d % ndim if ndim else 0 for d in dims))
+
+
+@rule("sum", "mean", "amax", "amin")
+def _reduce(g, node, b):
+    x = b["self"]
+    if b.get("dtype") is not None or not _same_float(node, x) or x.val.ndim == 0:
+        return None
+    dims = _dims(b.get("dim"), x.val.ndim)
+    fn = {"sum": "np.sum", "mean": "np.mean", "amax": "np.amax", "amin": "np.amin"}
+    return f"{fn[node.target.name]}({g.a(x)}, axis={dims!r}, keepdims={bool(b['keepdim'])})"
+
+
+@rule("softmax", "_softmax", "log_softmax", "_log_softmax")
+def _softmax(g, node, b):
+    x = b.get("self", b.get("input"))
+    if b.get("dtype") is not None or not _same_float(node, x) or x.val.ndim == 0:
+        return None
+    d = b["dim"] % x.val.ndim
+    a = g.a(x)
+    shifted = g.tmp(f"{a} - np.amax({a}, axis={d}, keepdims=True)")
+    if "log" in node.target.name:
+        return f"{shifted} - np.log(np.sum(np.exp({shifted}), axis={d}, keepdims=True))"
+    e = g.tmp(f"np.exp({shifted})")
+    return f"{e} / np.sum({e}, axis={d}, keepdims=True)"
+
+
+@rule("native_layer_norm")
+def _layer_norm(g, node, b):
+    x, w, bias, eps = b["input"], b["weight"], b["bias"], b["eps"]
+    if not isinstance(x, Node) or x.val.dtype not in _FLOATS or \
+            node.val[0].dtype is not x.val.dtype:
+        return None
+    for p in (w, bias):
+        if p is not None and (not isinstance(p, Node) or p.val.dtype is not x.val.dtype):
+            return None
+    k = len(b["normalized_shape"])
+    axes = tuple(range(x.val.ndim - k, x.val.ndim))
+    a = g.a(x)
+    mean = g.tmp(f"np.mean({a}, axis={axes!r}, keepdims=True)")
+    cen = g.tmp(f"{a} - {mean}")
+    rstd = g.tmp(f"1.0 / np.sqrt(np.mean({cen} * {cen}, axis={axes!r}, keepdims=True) + "
+                 f"{float(eps)!r})")
+    out = f"{cen} * {rstd}"
+    if w is not None:
+        out = f"{out} * {g.a(w)}"
+    if bias is not None:
+        out = f"{out} + {g.a(bias)}"
+    shape = tuple(node.val[1].shape)
+    return f"({out}, {mean}.reshape({shape!r}), {rstd}.reshape({shape!r}))"
+
+
+# -- matmul -------------------------------------------------------------------------------------
+@rule("matmul", "mm", "bmm")
+def _matmul(g, node, b):
+    x, y = b["self"], b.get("other", b.get("mat2"))
+    if not _same_float(node, x, y) or not isinstance(y, Node):
+        return None
+    return f"_matmul({g.a(x)}, {g.a(y)})"
+
+
+def _matmul(x, y):
+    """``np.matmul`` with the batched-times-matrix case as one GEMM (NOTE [Batched times
+    matrix] in ember/backends/cpu/linalg.py): NumPy loops without BLAS otherwise."""
+    if x.ndim > 2 and y.ndim == 2:
+        out = np.matmul(x.reshape(-1, x.shape[-1]), y)
+        return out.reshape(*x.shape[:-1], y.shape[-1])
+    return np.matmul(x, y)
+
+
+@rule("addmm")
+def _addmm(g, node, b):
+    s, m1, m2 = b["self"], b["mat1"], b["mat2"]
+    if not _same_float(node, s, m1, m2) or b["beta"] != 1 or b["alpha"] != 1:
+        return None
+    return f"np.add({g.a(s)}, np.matmul({g.a(m1)}, {g.a(m2)}))"
+
+
+# -- shapes and views ---------------------------------------------------------------------------
+def _shape_ok(node) -> bool:
+    return isinstance(node.val, Tensor)
+
+
+@rule("view", "reshape", "_unsafe_view", "flatten", "squeeze", "unflatten", "view_as",
+      "reshape_as")
+def _reshape(g, node, b):
+    x = b.get("self", b.get("input"))
+    if not isinstance(x, Node) or not _shape_ok(node):
+        return None
+    return f"np.reshape({g.a(x)}, {tuple(node.val.shape)!r})"
+
+
+@rule("unsqueeze")
+def _unsqueeze(g, node, b):
+    return f"np.expand_dims({g.a(b['self'])}, {b['dim'] % node.val.ndim})"
+
+
+@rule("transpose", "swapaxes")
+def _transpose(g, node, b):
+    x = b["self"]
+    n = max(x.val.ndim, 1)
+    d0, d1 = b.get("dim0", b.get("axis0")), b.get("dim1", b.get("axis1"))
+    if x.val.ndim < 2:
+        return g.a(x)
+    return f"np.swapaxes({g.a(x)}, {d0 % n}, {d1 % n})"
+
+
+@rule("t")
+def _t(g, node, b):
+    return f"{g.a(b['self'])}.T"
+
+
+@rule("permute")
+def _permute(g, node, b):
+    x = b["self"]
+    n = x.val.ndim
+    dims = tuple(d % n for d in b["dims"])
+    return f"np.transpose({g.a(x)}, {dims!r})"
+
+
+@rule("expand")
+def _expand(g, node, b):
+    return f"np.broadcast_to({g.a(b['self'])}, {tuple(node.val.shape)!r})"
+
+
+def _index(ndim: int, dim: int, item: str) -> str:
+    return "[" + ", ".join([":"] * dim + [item]) + "]" if dim < ndim else "[...]"
+
+
+@rule("narrow")
+def _narrow(g, node, b):
+    x, start, length = b["self"], b["start"], b["length"]
+    if isinstance(start, Node) or isinstance(length, Node):
+        return None
+    n = x.val.ndim
+    d = b["dim"] % n
+    s0 = start + x.val.shape[d] if start < 0 else start
+    stop = s0 + length
+    return f"{g.a(x)}{_index(n, d, f'{s0}:{stop}')}"
+
+
+@rule("slice")
+def _slice(g, node, b):
+    x = b["self"]
+    n = x.val.ndim
+    d = b["dim"] % n
+    size = x.val.shape[d]
+    start, end, step = b["start"], b["end"], b["step"]
+    if any(isinstance(v, Node) for v in (start, end, step)):
+        return None
+    start, end, _ = slice(start, end, step).indices(size)
+    end = max(end, start)
+    return f"{g.a(x)}{_index(n, d, f'{start}:{end}:{step}')}"
+
+
+@rule("select")
+def _select(g, node, b):
+    x, idx = b["self"], b["index"]
+    if isinstance(idx, Node):
+        return None
+    n = x.val.ndim
+    d = b["dim"] % n
+    return f"{g.a(x)}{_index(n, d, str(idx % x.val.shape[d]))}"
+
+
+@rule("split", "split_with_sizes")
+def _split(g, node, b):
+    x = b["self"]
+    n = x.val.ndim
+    d = b.get("dim", 0) % n
+    pieces, start = [], 0
+    for part in node.val:
+        stop = start + part.shape[d]
+        pieces.append(f"{g.a(x)}{_index(n, d, f'{start}:{stop}')}")
+        start = stop
+    return "(" + ", ".join(pieces) + ",)"
+
+
+@rule("clone")
+def _clone(g, node, b):
+    return f"np.copy({g.a(b['self'])}, order='K')"
+
+
+@rule("contiguous")
+def _contiguous(g, node, b):
+    return f"np.ascontiguousarray({g.a(b['self'])})"
+
+
+@rule("cat", "concat", "concatenate", "stack")
+def _cat(g, node, b):
+    ts = b["tensors"]
+    if not all(isinstance(t, Node) and t.val.dtype is node.val.dtype for t in ts):
+        return None
+    if node.val.dtype in _HALF:
+        return None
+    fn = "np.stack" if node.target.name == "stack" else "np.concatenate"
+    nd = node.val.ndim
+    if fn == "np.concatenate" and any(t.val.ndim != nd for t in ts):
+        return None
+    return f"{fn}([{', '.join(g.a(t) for t in ts)}], axis={b['dim'] % nd})"
+
+
+@rule("index_select")
+def _index_select(g, node, b):
+    x, d, idx = b["self"], b["dim"], b["index"]
+    if node.val.dtype in _HALF or x.val.ndim == 0:
+        return None
+    return f"np.take({g.a(x)}, {g.a(idx)}, axis={d % x.val.ndim})"
+
+
+@rule("embedding")
+def _embedding(g, node, b):
+    w, idx = b["weight"], b["indices"]
+    if node.val.dtype in _HALF:
+        return None
+    return f"np.take({g.a(w)}, {g.a(idx)}, axis=0)"
+
+
+@rule("tril", "triu")
+def _tril(g, node, b):
+    x = b["self"]
+    if x.val.ndim < 2 or node.val.dtype in _HALF:
+        return None
+    return f"np.{node.target.name}({g.a(x)}, {b['diagonal']})"
+
+
+# -- factories, copies, casts -------------------------------------------------------------------
+def _factory_ok(node, b) -> bool:
+    dev = b.get("device")
+    return (not b.get("requires_grad") and b.get("out") is None and
+            (dev is None or str(dev) == "cpu") and node.val.dtype not in _HALF)
+
+
+@rule("ones", "zeros", "empty", "empty_strided", "full", "zeros_like", "ones_like",
+      "empty_like", "full_like")
+def _fill(g, node, b):
+    if not _factory_ok(node, b):
+        return None
+    name = node.target.name.removesuffix("_like").removesuffix("_strided")
+    shape = tuple(node.val.shape)
+    npd = g.np_dtype(node.val.dtype)
+    if name == "full":
+        v = b["fill_value"]
+        if isinstance(v, Node) or not isinstance(v, int | float | bool):
+            return None
+        return f"np.full({shape!r}, {_render(v)}, {npd})"
+    return f"np.{name}({shape!r}, {npd})"
+
+
+@rule("arange")
+def _arange(g, node, b):
+    if not _factory_ok(node, b) or node.val.dtype not in (dt.int64, dt.int32):
+        return None
+    start, end, step = b.get("start", 0), b.get("end"), b.get("step", 1)
+    if end is None:
+        start, end = 0, start
+    if not all(type(v) is int for v in (start, end, step)):
+        return None
+    return f"np.arange({start}, {end}, {step}, dtype={g.np_dtype(node.val.dtype)})"
+
+
+@rule("_to_copy")
+def _to_copy(g, node, b):
+    x = b["self"]
+    dev = b.get("device")
+    if (dev is not None and str(dev) != "cpu") or b.get("memory_format") is not None:
+        return None
+    if node.val.dtype in _HALF or x.val.dtype in _HALF:
+        return None
+    return f"{g.a(x)}.astype({g.np_dtype(node.val.dtype)})"
+
+
+@rule("copy_")
+def _copy_(g, node, b):
+    dst, src = b["self"], b["src"]
+    if not g.owned(dst) or node.val.dtype in _HALF or src.val.dtype in _HALF:
+        return None
+    g.emit(f"np.copyto({g.a(dst)}, {g.a(src)}, casting='unsafe')")
+    return g.a(dst)
+
+
+# -- the generator ------------------------------------------------------------------------------
+class _Gen:
+    """Emits the function body: one NumPy line per rendered node, ember calls for the rest."""
+
+    def __init__(self, gm: GraphModule):
+        self.graph = gm.graph
+        self.lines: list[str] = []
+        self.globals: dict = code_globals(self.graph)[0]
+        self.globals.update(np=np, _wrap=_wrap, _nv=numpy_view, _matmul=_matmul)
+        self.arr: dict[int, str] = {}   # node -> NumPy expression name
+        self.ten: dict[int, str] = {}   # node -> ember tensor expression name
+        self.rendered = 0
+        self.fallbacks: list[str] = []
+        self._tmp = 0
+        self._must_alias = _alias_outputs(self.graph)
+
+    # helpers used by rules
+    def emit(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def tmp(self, expr: str) -> str:
+        self._tmp += 1
+        name = f"_t{self._tmp}"
+        self.emit(f"{name} = {expr}")
+        return name
+
+    def np_dtype(self, dtype) -> str:
+        name = f"_np_{str(dtype).removeprefix('ember.')}"
+        self.globals[name] = np.dtype(dtype.np)
+        return name
+
+    def const_dtype(self, node: Node) -> str:
+        name = f"_sc_{str(node.val.dtype).removeprefix('ember.')}"
+        self.globals[name] = np.dtype(node.val.dtype.np).type
+        return name
+
+    def bind_const(self, value, prefix: str = "_c") -> str:
+        name = f"{prefix}{len(self.globals)}"
+        self.globals[name] = value
+        return name
+
+    def a(self, x) -> str:
+        """NumPy spelling of an argument (array name for nodes, literal for constants)."""
+        if not isinstance(x, Node):
+            text = _render(x)
+            return text if not text.startswith("_const(") else self.bind_const(x)
+        name = self.arr.get(id(x))
+        if name is None:
+            if not isinstance(x.val, Tensor) and x.op == "placeholder":
+                return x.name
+            name = f"a_{x.name}"
+            self.emit(f"{name} = _nv({self.t(x)})")
+            self.arr[id(x)] = name
+        return name
+
+    def t(self, x) -> str:
+        """Ember spelling of an argument (tensor name for nodes, literal for constants)."""
+        if not isinstance(x, Node):
+            text = _render(x)
+            return text if not text.startswith("_const(") else self.bind_const(x)
+        name = self.ten.get(id(x))
+        if name is None:
+            name = f"t_{x.name}"
+            npd = self.np_dtype(x.val.dtype)
+            self.emit(f"{name} = _wrap({self.arr[id(x)]}, {npd})")
+            self.ten[id(x)] = name
+        return name
+
+    def owned(self, node: Node) -> bool:
+        """Whether ``node``'s memory was allocated inside this graph (safe to write)."""
+        while node.op == "call" and isinstance(node.target, Operator) and (
+                Tag.view in node.target.tags or node.target.name in _MAY_ALIAS):
+            node = node.args[0]
+        return node.op == "call" and isinstance(node.target, Operator) and \
+            node.target._is_factory and id(node) in self.arr
+
+    # the walk
+    def run(self) -> str:
+        params = []
+        for node in self.graph.nodes:
+            if node.op == "placeholder":
+                params.append(node.name)
+                self.ten[id(node)] = node.name
+            elif node.op == "constant":
+                self.globals[node.name] = self.graph.constants[node.name]
+                self.ten[id(node)] = node.name
+                if isinstance(self.graph.constants[node.name], Tensor) and \
+                        self.graph.constants[node.name]._device is CPU:
+                    self.globals[f"a_{node.name}"] = numpy_view(self.graph.constants[node.name])
+                    self.arr[id(node)] = f"a_{node.name}"
+            elif node.op == "call":
+                self._call(node)
+            elif node.op == "output":
+                self.emit(f"return {self._output(node.args[0])}")
+        body = "\n".join(self.lines) or "    pass"
+        head = f"def forward({', '.join(params)}):\n    _tok = _set_err(_IGNORE)\n    try:\n"
+        body = "\n".join("    " + ln for ln in body.splitlines())
+        tail = "\n    finally:\n        _reset_err(_tok)\n"
+        self.globals.update(_set_err=_set_errstate, _reset_err=_reset_errstate, _IGNORE=_IGNORE)
+        return head + body + tail
+
+    def _call(self, node: Node) -> None:
+        t = node.target
+        if t is operator.getitem:
+            src, i = node.args
+            if id(src) in self.arr and id(node) not in self._must_alias:
+                self.emit(f"a_{node.name} = {self.arr[id(src)]}[{i}]")
+                self.arr[id(node)] = f"a_{node.name}"
+            else:
+                self.emit(f"t_{node.name} = {self.t(src)}[{i}]")
+                self.ten[id(node)] = f"t_{node.name}"
+            return
+        expr = None
+        fn = RULES.get(t.name) if isinstance(t, Operator) else None
+        if fn is not None and self._renderable(node):
+            mark = len(self.lines)
+            try:
+                expr = fn(self, node, _bind(t, node.args, node.kwargs))
+            except (KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError):
+                expr = None
+            if expr is None:
+                del self.lines[mark:]
+        if expr is not None:
+            self.emit(f"a_{node.name} = {expr}")
+            self.arr[id(node)] = f"a_{node.name}"
+            self.rendered += 1
+            return
+        self._fallback(node)
+
+    def _renderable(self, node: Node) -> bool:
+        if id(node) in self._must_alias or node.kwargs.get("out") is not None:
+            return False
+        t = node.target
+        if t._is_inplace and t.name != "copy_":
+            return False
+        if Tag.random in t.tags:
+            return False
+        vals = node.val if isinstance(node.val, tuple | list) else (node.val,)
+        return all(isinstance(v, Tensor) and v.dtype not in _HALF for v in vals)
+
+    def _fallback(self, node: Node) -> None:
+        gname = self.bind_const(node.target, f"_op_{_sanitize(node.target.name)}")
+        args = [self._tval(a) for a in node.args]
+        args += [f"{k}={self._tval(v)}" for k, v in node.kwargs.items()]
+        self.emit(f"t_{node.name} = {gname}({', '.join(args)})")
+        self.ten[id(node)] = f"t_{node.name}"
+        self.fallbacks.append(node.target.short_name)
+
+    def _tval(self, x) -> str:
+        if isinstance(x, Node):
+            return self.t(x)
+        if isinstance(x, tuple):
+            inner = ", ".join(self._tval(a) for a in x)
+            return f"({inner},)" if len(x) == 1 else f"({inner})"
+        if isinstance(x, list):
+            return "[" + ", ".join(self._tval(a) for a in x) + "]"
+        return self.t(x)
+
+    def _output(self, value) -> str:
+        if isinstance(value, Node):
+            if not isinstance(value.val, Tensor):
+                return self.a(value) if id(value) in self.arr else self.t(value)
+            if id(value) in self.ten:
+                return self.ten[id(value)]
+            return f"_wrap({self.arr[id(value)]}, {self.np_dtype(value.val.dtype)})"
+        if isinstance(value, tuple):
+            inner = ", ".join(self._output(v) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, list):
+            return "[" + ", ".join(self._output(v) for v in value) + "]"
+        return self._tval(value)
+
+
+def _alias_outputs(graph) -> set[int]:
+    """Nodes on view chains from a graph input or constant to an output: they stay ember ops,
+    so the outputs share storage and version counter with the input, as in eager."""
+    out = graph.output_node
+    if out is None:
+        return set()
+    keep: set[int] = set()
+    stack = [n for n in _leaves(out.args[0]) if isinstance(n, Node)]
+    while stack:
+        node = stack.pop()
+        chain = []
+        cur = node
+        while cur.op == "call" and (cur.target is operator.getitem or (
+                isinstance(cur.target, Operator) and
+                (Tag.view in cur.target.tags or cur.target.name in _MAY_ALIAS or
+                 cur.target._is_inplace))):
+            chain.append(cur)
+            cur = cur.args[0]
+        if cur.op in ("placeholder", "constant"):
+            keep.update(id(n) for n in chain)
+    return keep
+
+
+def _leaves(x):
+    if isinstance(x, tuple | list):
+        for a in x:
+            yield from _leaves(a)
+    else:
+        yield x
+
+
+def generate(gm: GraphModule) -> tuple[str, dict, _Gen]:
+    """The NumPy source of ``gm``'s graph, its globals, and the generator (for statistics)."""
+    gen = _Gen(gm)
+    source = gen.run()
+    return source, gen.globals, gen
+
+
+@register_backend("numpy")
+def numpy_backend(gm: GraphModule, example_inputs):
+    """Compile ``gm`` to one Python function over NumPy arrays (see the module docstring).
+
+    The generated source is kept as ``fn.source``; ``fn.fallbacks`` lists the ops that call
+    ember because no NumPy rule covered them.
+    """
+    source, g, gen = generate(gm)
+    fn = compile_source(source, g, "forward", "numpy")
+    fn.source = source
+    fn.fallbacks = gen.fallbacks
+    from ember.compiler import logs
+
+    logs.log("graph_code", f"numpy backend source:\n{source}")
+    return fn
