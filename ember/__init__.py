@@ -97,3 +97,24 @@ short = int16
 char = int8
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # ember.compile and ember.compiler load the compiler on first use (DESIGN.md section 1).
+    if name in ("compile", "compiler", "_dynamo", "_logging"):
+        import importlib
+
+        module = importlib.import_module("ember.compiler" if name == "compile" else
+                                         f"ember.{name}")
+        return module.compile if name == "compile" else module
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+def _module_compile(module, *args, **kwargs):
+    import importlib
+
+    importlib.import_module("ember.compiler.api").compile_module_in_place(module, *args,
+                                                                          **kwargs)
+
+
+nn.Module._compile_hook = staticmethod(_module_compile)

@@ -492,6 +492,18 @@ class Module:
         return self._apply(lambda t: t.cuda(device))
 
     # -- calling ----------------------------------------------------------------------------------
+    _compile_hook = None  # set by the top-level package: ember.compiler lies above nn
+
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's ``forward`` in place (``torch.nn.Module.compile``).
+
+        Later calls run through ``ember.compile(..., *args, **kwargs)``; hooks still run
+        eagerly around the compiled forward.
+        """
+        if Module._compile_hook is None:
+            raise RuntimeError("Module.compile: the compiler is not available (import ember)")
+        Module._compile_hook(self, *args, **kwargs)
+
     def __call__(self, *args, **kwargs):
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_hooks
