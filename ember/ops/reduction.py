@@ -43,7 +43,14 @@ _INF = math.inf
 
 
 class return_types:  # noqa: N801  (torch.return_types)
-    """Named tuples returned by multi-output reductions, like ``torch.return_types``."""
+    """Named tuples returned by multi-output reductions, like ``torch.return_types``.
+
+    Example:
+        >>> result = ember.max(ember.tensor([[1, 5], [7, 2]]), dim=1)
+        >>> isinstance(result, ember.return_types.max), result.values, result.indices
+        (True, tensor([5, 7]), tensor([1, 0]))
+        >>> values, indices = result
+    """
 
     max = namedtuple("max", ["values", "indices"])
     min = namedtuple("min", ["values", "indices"])
@@ -219,6 +226,10 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero (otherwise as :func:`sum`).
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> ember.nansum(ember.tensor([1.0, float("nan"), 2.0]))
+        tensor(3.)
     """
     return sum_plan("nansum", input, dim, keepdim, dtype, out)[1]
 
@@ -237,6 +248,12 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     Integer and bool inputs give int64 unless ``dtype`` is given (wrapping on overflow).
 
     Shape: ``input`` with ``dim`` removed (size 1 when ``keepdim``); 0-d without ``dim``.
+
+    Example:
+        >>> ember.prod(ember.tensor([[1, 2], [3, 4]]))
+        tensor(24)
+        >>> ember.tensor([[1, 2], [3, 4]]).prod(dim=0)
+        tensor([3, 8])
     """
     if dim is not None:
         single_dim("prod", input._shape, dim)
@@ -307,6 +324,14 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         RuntimeError: integer/bool input without a floating ``dtype`` (as torch).
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> x = ember.tensor([[1.0, 2.0], [3.0, 5.0]])
+        >>> x.mean()
+        tensor(2.7500)
+        >>> ember.mean(x, dim=1, keepdim=True)
+        tensor([[1.5000],
+                [4.0000]])
     """
     return mean_plan("mean", input, dim, keepdim, dtype, out)[1]
 
@@ -331,6 +356,10 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements over ``dim`` (NaN when there are none).
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> ember.nanmean(ember.tensor([1.0, float("nan"), 2.0]))
+        tensor(1.5000)
     """
     return mean_plan("nanmean", input, dim, keepdim, dtype, out)[1]
 
@@ -456,6 +485,16 @@ def min(input, dim=None, keepdim=False, *, other=None, out=None):  # noqa: A001
     """torch.min: the smallest element; ``(values, indices)`` along ``dim``; or elementwise.
 
     See :func:`max` for the three forms.
+
+    Example:
+        >>> x = ember.tensor([[4, 1], [2, 3]])
+        >>> ember.min(x)
+        tensor(1)
+        >>> x.min(dim=1).indices
+        tensor([1, 0])
+        >>> ember.min(x, ember.tensor([3, 3]))
+        tensor([[3, 1],
+                [2, 3]])
     """
     return _extremum(_min_all, _min_dim, minimum, input, dim, keepdim, other, out)
 
@@ -481,6 +520,10 @@ def amax(input, dim=(), keepdim=False, *, out=None):
     """Maximum over ``dim`` (a dim or tuple; all when empty); NaN propagates.
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> ember.amax(ember.tensor([[4, 1], [2, 3]]), dim=0)
+        tensor([4, 3])
     """
     return amax_plan("amax", input, dim, keepdim)[1]
 
@@ -502,6 +545,10 @@ def amin(input, dim=(), keepdim=False, *, out=None):
     """Minimum over ``dim`` (a dim or tuple; all when empty); NaN propagates.
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> ember.amin(ember.tensor([[4, 1], [2, 3]]), dim=(0, 1))
+        tensor(1)
     """
     return amax_plan("amin", input, dim, keepdim)[1]
 
@@ -532,6 +579,11 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
     """``(min, max)`` over ``dim`` (all elements when None) as ``return_types.aminmax``.
 
     Shape: both outputs are ``input`` reduced over ``dim``.
+
+    Example:
+        >>> result = ember.aminmax(ember.tensor([4, 1, 3]))
+        >>> result.min, result.max
+        (tensor(1), tensor(4))
     """
     shape = aminmax_plan(input, dim, keepdim)[1]
     return Spec(shape, input._dtype), Spec(shape, input._dtype)
@@ -573,6 +625,12 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
     """Index of the maximum along ``dim`` (of the flattened input when None); first on ties.
 
     Shape: ``input`` reduced over ``dim`` (0-d, or all ones with ``keepdim``, when None).
+
+    Example:
+        >>> ember.argmax(ember.tensor([[4, 1], [2, 3]]))
+        tensor(0)
+        >>> ember.argmax(ember.tensor([[4, 1], [2, 3]]), dim=1)
+        tensor([0, 1])
     """
     return argmax_plan("argmax", input, dim, keepdim)[1]
 
@@ -583,6 +641,10 @@ def argmin(input, dim=None, keepdim=False, *, out=None):
     """Index of the minimum along ``dim`` (of the flattened input when None); first on ties.
 
     Shape: as :func:`argmax`.
+
+    Example:
+        >>> ember.argmin(ember.tensor([[4, 1], [2, 3]]), dim=0)
+        tensor([1, 0])
     """
     return argmax_plan("argmin", input, dim, keepdim)[1]
 
@@ -619,6 +681,11 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     ``var(x, dim, *, correction, keepdim)``. ``correction >= N`` gives inf/nan like torch.
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0, 3.0, 4.0])
+        >>> ember.var(x), x.var(correction=0)
+        (tensor(1.6667), tensor(1.2500))
     """
     return var_plan("var", input, dim, unbiased, keepdim, correction)[2]
 
@@ -653,6 +720,11 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     """Standard deviation: the square root of :func:`var` (same arguments).
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> x = ember.tensor([1.0, 3.0])
+        >>> ember.std(x), x.std(correction=0)
+        (tensor(1.4142), tensor(1.))
     """
     return var_plan("std", input, dim, unbiased, keepdim, correction)[2]
 
@@ -671,7 +743,12 @@ def _std_backward(ctx, grad):
 @operator("var_mean.correction" + _VAR_SCHEMA.format(out="", ret="(Tensor, Tensor)"), R,
           method=False)
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``(var, mean)`` over ``dim`` as a plain tuple (arguments as :func:`var`)."""
+    """``(var, mean)`` over ``dim`` as a plain tuple (arguments as :func:`var`).
+
+    Example:
+        >>> ember.var_mean(ember.tensor([1.0, 2.0, 3.0, 4.0]))
+        (tensor(1.6667), tensor(2.5000))
+    """
     spec = var_plan("var_mean", input, dim, unbiased, keepdim, correction)[2]
     return spec, spec
 
@@ -692,7 +769,12 @@ def _var_mean_backward(ctx, grad_var, grad_mean):
 @operator("std_mean.correction" + _VAR_SCHEMA.format(out="", ret="(Tensor, Tensor)"), R,
           method=False)
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``(std, mean)`` over ``dim`` as a plain tuple (arguments as :func:`var`)."""
+    """``(std, mean)`` over ``dim`` as a plain tuple (arguments as :func:`var`).
+
+    Example:
+        >>> ember.std_mean(ember.tensor([1.0, 3.0]), correction=0)
+        (tensor(1.), tensor(2.))
+    """
     spec = var_plan("std_mean", input, dim, unbiased, keepdim, correction)[2]
     return spec, spec
 
@@ -714,6 +796,10 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     """``log(sum(exp(input)))`` over ``dim``, computed stably (max-shifted); -inf when empty.
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> ember.logsumexp(ember.tensor([[0.0, 0.0], [1.0, 1.0]]), dim=1)
+        tensor([0.6931, 1.6931])
     """
     _require_tensor("logsumexp", input)
     # torch's quirk: an empty dim list reduces everything, then fails to squeeze the result
@@ -790,6 +876,12 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
     ``sum(|x|**p)**(1/p)``. Half inputs compute in float32.
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> ember.linalg.vector_norm(ember.tensor([3.0, -4.0]))
+        tensor(5.)
+        >>> ember.linalg.vector_norm(ember.tensor([3.0, -4.0]), ord=1)
+        tensor(7.)
     """
     return vector_norm_plan(x, ord, dim, keepdim, dtype)[1]
 
@@ -868,6 +960,12 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     1/-1 (max/min column abs-sum), inf/-inf (max/min row abs-sum). Batched over other dims.
 
     Shape: ``A`` with both ``dim`` removed (size 1 when ``keepdim``).
+
+    Example:
+        >>> ember.linalg.matrix_norm(ember.tensor([[3.0, 0.0], [0.0, 4.0]]))
+        tensor(5.)
+        >>> ember.linalg.matrix_norm(ember.tensor([[3.0, 0.0], [0.0, 4.0]]), ord=1)
+        tensor(4.)
     """
     return matrix_norm_plan(A, ord, dim, keepdim, dtype)[1]
 
@@ -942,6 +1040,12 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     :func:`linalg_vector_norm`.
 
     Shape: as :func:`sum`.
+
+    Example:
+        >>> ember.norm(ember.tensor([3.0, 4.0]))
+        tensor(5.)
+        >>> ember.tensor([[1.0, -2.0], [0.0, 3.0]]).norm(p=1, dim=0)
+        tensor([1., 5.])
     """
     if p is None:
         p = "fro"
@@ -968,6 +1072,12 @@ def all(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
     """Whether every element over ``dim`` is non-zero (True when empty); uint8 gives uint8.
 
     Shape: as :func:`sum` (``dim=()`` reduces nothing).
+
+    Example:
+        >>> ember.all(ember.tensor([True, False]))
+        tensor(False)
+        >>> ember.tensor([[1, 0], [1, 1]]).all(dim=1)
+        tensor([False,  True])
     """
     return bool_reduce_plan("all", input, dim, keepdim)[1]
 
@@ -978,6 +1088,12 @@ def any(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
     """Whether some element over ``dim`` is non-zero (False when empty); uint8 gives uint8.
 
     Shape: as :func:`all`.
+
+    Example:
+        >>> ember.any(ember.tensor([0, 2]))
+        tensor(True)
+        >>> ember.tensor([[0, 0], [1, 0]]).any(dim=1)
+        tensor([False,  True])
     """
     return bool_reduce_plan("any", input, dim, keepdim)[1]
 
@@ -987,6 +1103,12 @@ def count_nonzero(input, dim=None):
     """Number of non-zero elements over ``dim`` (int or tuple; all when None), as int64.
 
     Shape: ``input`` with ``dim`` removed.
+
+    Example:
+        >>> ember.count_nonzero(ember.tensor([[0, 1], [2, 3]]))
+        tensor(3)
+        >>> ember.count_nonzero(ember.tensor([[0, 1], [2, 3]]), dim=0)
+        tensor([1, 2])
     """
     _require_tensor("count_nonzero", input)
     dims = reduction_dims(input._shape, dim)
@@ -1013,6 +1135,10 @@ def cumsum(input, dim, *, dtype=None, out=None):
     """Cumulative sum along ``dim``; integer and bool inputs give int64 unless ``dtype``.
 
     Shape: same as ``input``.
+
+    Example:
+        >>> ember.cumsum(ember.tensor([1, 2, 3]), dim=0)
+        tensor([1, 3, 6])
     """
     return scan_plan("cumsum", input, dim, dtype, out)[1]
 
@@ -1035,6 +1161,10 @@ def cumprod(input, dim, *, dtype=None, out=None):
     """Cumulative product along ``dim``; integer and bool inputs give int64 unless ``dtype``.
 
     Shape: same as ``input``.
+
+    Example:
+        >>> ember.cumprod(ember.tensor([1, 2, 3]), dim=0)
+        tensor([1, 2, 6])
     """
     return scan_plan("cumprod", input, dim, dtype, out)[1]
 
@@ -1138,6 +1268,10 @@ def cummax(input, dim, *, out=None):
     """Running maximum along ``dim`` and the index where it was (last) attained; NaN sticks.
 
     Shape: both outputs as ``input``.
+
+    Example:
+        >>> ember.cummax(ember.tensor([1, 3, 2]), dim=0).values
+        tensor([1, 3, 3])
     """
     return _cum_extremum("cummax", input, dim)
 
@@ -1147,6 +1281,10 @@ def cummin(input, dim, *, out=None):
     """Running minimum along ``dim`` and the index where it was (last) attained; NaN sticks.
 
     Shape: both outputs as ``input``.
+
+    Example:
+        >>> ember.cummin(ember.tensor([3, 1, 2]), dim=0).indices
+        tensor([0, 1, 1])
     """
     return _cum_extremum("cummin", input, dim)
 
@@ -1181,6 +1319,10 @@ def logcumsumexp(input, dim, *, out=None):
         NotImplementedError: integer or bool input (as torch's CPU kernel).
 
     Shape: same as ``input``.
+
+    Example:
+        >>> ember.logcumsumexp(ember.tensor([1.0, 1.0, 1.0]), dim=0)
+        tensor([1.0000, 1.6931, 2.0986])
     """
     _require_tensor("logcumsumexp", input)
     single_dim("logcumsumexp", input._shape, dim)
@@ -1299,7 +1441,12 @@ def median(input, dim=None, keepdim=False, *, out=None):
 
 @tensor_method("nanmedian")
 def nanmedian(input, dim=None, keepdim=False, *, out=None):
-    """torch.nanmedian: :func:`median` ignoring NaN values."""
+    """torch.nanmedian: :func:`median` ignoring NaN values.
+
+    Example:
+        >>> ember.nanmedian(ember.tensor([1.0, float("nan"), 3.0, 2.0]))
+        tensor(2.)
+    """
     return _median_router(_nanmedian_all, _nanmedian_dim, input, dim, keepdim, out)
 
 
@@ -1309,6 +1456,10 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     """Most frequent value along ``dim`` (smallest on ties) and an index where it occurs.
 
     Shape: both outputs are ``input`` reduced over ``dim``.
+
+    Example:
+        >>> ember.mode(ember.tensor([1, 2, 2, 3])).values
+        tensor(2)
     """
     return _values_indices("mode", input, dim, keepdim)
 
@@ -1427,6 +1578,12 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     nearest (round half to even), as torch.
 
     Shape: ``input`` reduced over ``dim``, with ``len(q)`` prepended for a 1-d ``q``.
+
+    Example:
+        >>> ember.quantile(ember.tensor([1.0, 2.0, 3.0, 4.0]), 0.5)
+        tensor(2.5000)
+        >>> ember.quantile(ember.tensor([1.0, 2.0, 3.0, 4.0]), ember.tensor([0.0, 1.0]))
+        tensor([1., 4.])
     """
     return quantile_plan("quantile", input, q, dim, keepdim, interpolation)[1]
 
@@ -1441,6 +1598,10 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
     """:func:`quantile` ignoring NaN values (NaN when a slice has none).
 
     Shape: as :func:`quantile`.
+
+    Example:
+        >>> ember.nanquantile(ember.tensor([1.0, float("nan"), 3.0]), 0.5)
+        tensor(2.)
     """
     return quantile_plan("nanquantile", input, q, dim, keepdim, interpolation)[1]
 
