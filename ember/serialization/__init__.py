@@ -5,6 +5,14 @@ weights-only unpickler and its allowlist API, ``scan`` (a pickle security scanne
 ``python -m ember.serialization.scan``) and ``ember.serialization.safetensors``. It never
 imports torch: see NOTE [Torch names without torch] in _common.py. It must not know
 ``ember.nn``/``ember.optim``: state_dicts are plain dicts of tensors here.
+
+Whole models pickled by torch (``torch.save(model)``) load with ``weights_only=False``: each
+torch class or function is read as ember's of the same path or name, e.g.
+``torch.nn.modules.linear.Linear`` -> ``ember.nn.Linear``, ``torch.nn.modules.activation.
+MultiheadAttention`` -> ``ember.nn.MultiheadAttention``, ``torch.nn.functional.relu`` ->
+``ember.nn.functional.relu`` (the rules and the list: NOTE [Torch modules in whole-model
+pickles] in _torch_modules.py). With ``weights_only=True`` a torch class loads once its ember
+class is allowlisted (``safe_globals([ember.nn.Linear])``).
 """
 
 from __future__ import annotations
@@ -67,7 +75,11 @@ def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
     Python scalars and allowlisted globals (``add_safe_globals``) can be rebuilt; anything
     else raises ``UnpicklingError`` before any object is constructed. ``weights_only=False``
     runs the stdlib unpickler: **unsafe**, it can execute arbitrary code from the file; use it
-    only for checkpoints from a source you trust.
+    only for checkpoints from a source you trust. A whole model saved by torch loads as
+    ember's modules either way: torch's ``nn`` classes and functions are read as ember's
+    (NOTE [Torch modules in whole-model pickles] in _torch_modules.py; under
+    ``weights_only=True`` the ember classes must be allowlisted, e.g. ``safe_globals(
+    [ember.nn.Linear])``).
 
     Args:
         f: a path or a readable binary file object.

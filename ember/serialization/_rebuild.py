@@ -27,6 +27,7 @@ from ember.serialization._common import (
     unknown_dtype,
     user_allowed_globals,
 )
+from ember.serialization._torch_modules import allowlisted_equivalent
 from ember.tensor import Size, Tensor, make_tensor
 from ember.tensor.parameter import Parameter
 
@@ -325,15 +326,32 @@ def resolve_global(module: str, name: str):
         return obj
     if full in _KNOWN_UNREPRESENTABLE:
         raise unknown_dtype(name)
-    obj = user_allowed_globals().get(full)
+    allowed = user_allowed_globals()
+    obj = allowed.get(full)
+    if obj is None:
+        obj = allowlisted_equivalent(module, name, allowed)
     if obj is not None:
         return obj
-    raise UnpicklingError(
-        f"Unsupported global: GLOBAL {full} was not an allowed global by default. Please use "
-        f"`ember.serialization.add_safe_globals([{name}])` or the "
-        f"`ember.serialization.safe_globals([{name}])` context manager to allowlist this "
-        "global if you trust this class/function. (Or load with weights_only=False, which runs "
-        "arbitrary code: only for checkpoints from a source you trust.)")
+    raise UnpicklingError(_refusal(module, name))
+
+
+def _refusal(module: str, name: str) -> str:
+    """Why a weights-only load refused GLOBAL ``module.name``, and the way out."""
+    full = f"{module}.{name}"
+    if module.startswith("torch.nn.modules."):
+        # NOTE [Torch modules in whole-model pickles] in _torch_modules.py
+        return (f"Unsupported global: GLOBAL {full} was not an allowed global by default. It "
+                f"is torch's class, read by ember as ember.nn.{name}: if you trust this "
+                f"checkpoint, allowlist it with `ember.serialization.add_safe_globals("
+                f"[ember.nn.{name}])` or the `ember.serialization.safe_globals([ember.nn.{name}])` "
+                "context manager, together with your own module classes. (Or load with "
+                "weights_only=False, which runs arbitrary code: only for checkpoints from a "
+                "source you trust.)")
+    return (f"Unsupported global: GLOBAL {full} was not an allowed global by default. Please "
+            f"use `ember.serialization.add_safe_globals([{name}])` or the "
+            f"`ember.serialization.safe_globals([{name}])` context manager to allowlist this "
+            "global if you trust this class/function. (Or load with weights_only=False, which "
+            "runs arbitrary code: only for checkpoints from a source you trust.)")
 
 
 def is_allowed_callable(obj) -> bool:

@@ -19,12 +19,13 @@ from collections import Counter, OrderedDict
 
 from ember.serialization._common import CheckpointError, UnpicklingError, user_allowed_globals
 from ember.serialization._rebuild import (
-    DEFAULT_GLOBALS,
     apply_tensor_state,
     is_allowed_callable,
+    is_default_allowed,
     normalize,
     resolve_global,
 )
+from ember.serialization._torch_modules import find_equivalent, no_equivalent
 from ember.tensor import Tensor
 from ember.tensor.parameter import Parameter
 
@@ -377,6 +378,12 @@ class UnsafeUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
         fixed_module, fixed_name = normalize(module, name)
         full = f"{fixed_module}.{fixed_name}"
-        if full in DEFAULT_GLOBALS or full.startswith("torch."):
+        if is_default_allowed(full):
             return resolve_global(fixed_module, fixed_name)
+        if full.startswith("torch."):
+            # NOTE [Torch modules in whole-model pickles] in _torch_modules.py
+            found = find_equivalent(fixed_module, fixed_name)
+            if found is None:
+                raise no_equivalent(fixed_module, fixed_name)
+            return found
         return super().find_class(module, name)

@@ -262,7 +262,7 @@ class _DimActivation(Module):
         self.dim = dim
 
     def __setstate__(self, state) -> None:
-        self.__dict__.update(state)
+        super().__setstate__(state)
         if not hasattr(self, "dim"):
             self.dim = None
 

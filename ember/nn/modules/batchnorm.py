@@ -26,6 +26,7 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "Insta
 
 class _NormBase(Module):
     _version = 2
+    _pickle_defaults = {"_bias_flag": lambda m: m._parameters.get("bias") is not None}
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,

@@ -75,6 +75,24 @@ def register_module_forward_hook(hook: Callable) -> RemovableHandle:
     return _add_hook(_global_forward_hooks, hook)
 
 
+# NOTE [Whole-module pickles]
+# A module pickles as its instance dict, the way torch's does: hook tables become plain
+# ``OrderedDict``s (never ember's internal ``_Hooks``), so a whole model saved by ember loads
+# under ``weights_only=True`` once the user's own classes are allowlisted. ``__setstate__``
+# accepts torch's pickles too (``ember.serialization`` maps ``torch.nn.modules.*`` classes to
+# ember's): it drops attributes only torch's modules carry, turns hook tables back into
+# ``_Hooks`` and fills what ember's modules have and torch's lack (``_structure_version``,
+# plus a class's own ``_pickle_defaults``).
+_HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks",
+                "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
+                "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+_TORCH_ONLY_STATE = ("_is_full_backward_hook", "_flat_weights", "_flat_weight_refs")
+_STATE_DEFAULTS = {"training": lambda: True, "_parameters": dict, "_buffers": dict,
+                   "_modules": dict, "_non_persistent_buffers_set": set,
+                   "_structure_version": lambda: 0, "_forward_pre_hooks_with_kwargs": dict,
+                   "_forward_hooks_with_kwargs": dict, "_forward_hooks_always_called": dict}
+
+
 def _addindent(text: str, spaces: int) -> str:
     lines = text.split("\n")
     if len(lines) == 1:
@@ -142,15 +160,42 @@ class Module:
         setattr_(self, "_non_persistent_buffers_set", set())
         setattr_(self, "_modules", {})
         setattr_(self, "_structure_version", 0)
-        for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks",
-                     "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
-                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+        for name in _HOOK_TABLES:
             setattr_(self, name, _Hooks())
         setattr_(self, "_forward_pre_hooks_with_kwargs", {})
         setattr_(self, "_forward_hooks_with_kwargs", {})
         setattr_(self, "_forward_hooks_always_called", {})
 
     forward: Callable
+
+    # -- pickling (NOTE [Whole-module pickles]) -------------------------------------------------
+    # Attributes a subclass has that torch's pickle of the same class lacks: name -> default,
+    # or a callable computing it from the restored module.
+    _pickle_defaults: dict = {}
+
+    def __getstate__(self) -> dict:
+        """The instance dict with hook tables as plain ``OrderedDict``s, as torch pickles it."""
+        state = self.__dict__.copy()
+        for name in _HOOK_TABLES:
+            if name in state:
+                state[name] = OrderedDict(state[name])
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore a pickled module, ember's or torch's (NOTE [Whole-module pickles])."""
+        self.__dict__.update(state)
+        d = self.__dict__
+        for name in _TORCH_ONLY_STATE:
+            d.pop(name, None)
+        for name in _HOOK_TABLES:
+            d[name] = _Hooks(d.get(name) or ())
+        for name, make in _STATE_DEFAULTS.items():
+            if name not in d:
+                d[name] = make()
+        for klass in type(self).__mro__:
+            for name, default in klass.__dict__.get("_pickle_defaults", {}).items():
+                if name not in d:
+                    d[name] = default(self) if callable(default) else default
 
     def _bump(self) -> None:
         object.__setattr__(self, "_structure_version", self._structure_version + 1)

@@ -44,6 +44,8 @@ class LayerNorm(Module):
         ember.Size([2, 4])
     """
 
+    _pickle_defaults = {"_bias_flag": lambda m: m._parameters.get("bias") is not None}
+
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
@@ -67,6 +69,8 @@ class LayerNorm(Module):
 
 class GroupNorm(Module):
     """Normalise groups of channels per sample, then a per-channel affine."""
+
+    _pickle_defaults = {"_bias_flag": lambda m: m._parameters.get("bias") is not None}
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
                  affine: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:

@@ -147,6 +147,7 @@ class AvgPool3d(_AvgPoolNd):
 
 class _Adaptive(Module):
     _fn = None
+    _pickle_defaults = {"return_indices": False}
 
     def __init__(self, output_size, return_indices: bool = False) -> None:
         super().__init__()
