@@ -123,7 +123,7 @@ def _binder_code(code: types.CodeType) -> types.CodeType:
     npos = code.co_argcount
     nposonly = code.co_posonlyargcount
     nkw = code.co_kwonlyargcount
-    names = list(code.co_varnames)
+    names = [n if n.isidentifier() else f"_arg{i}" for i, n in enumerate(code.co_varnames)]
     params = []
     for i in range(npos):
         params.append(names[i])
@@ -143,11 +143,11 @@ def _binder_code(code: types.CodeType) -> types.CodeType:
     # return values in localsplus order: positional, kw-only, *args, **kwargs
     order = names[:nargs]
     assert sorted(order) == sorted(argnames)
-    src = (f"def {code.co_name}({', '.join(params)}):\n"
+    src = (f"def binder({', '.join(params)}):\n"
            f"    return ({''.join(n + ', ' for n in order)})\n")
     ns: dict = {}
     exec(compile(src, code.co_filename, "exec"), ns)  # noqa: S102 - generated binder
-    bc = ns[code.co_name].__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    bc = ns["binder"].__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
     _BINDER_CODES[code] = bc
     return bc
 
