@@ -477,3 +477,36 @@ def test_a_torch_device_idiom_script_runs_with_import_ember_as_torch():
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["cpu", "0", "True"]
+
+
+# -- a CUDA backend registered later fills the same names in ----------------------------------
+FAKE_CUDA = """
+import numpy as np
+import ember
+from ember.memory.allocator import CpuBackend
+
+ember.utils.register_backend(ember.utils.DeviceBackend(
+    "cuda", "CUDA", np, CpuBackend(), kernels_from="cpu",
+    extra={"device_count": lambda: 1, "current_device": lambda: 0,
+           "get_device_name": lambda i: "fake cuda", "manual_seed_all": lambda s: None}))
+print(ember.cuda.is_available(), ember.cuda.device_count(), ember.cuda.get_device_name(),
+      ember.backends.cuda.is_built(), ember.accelerator.current_accelerator(),
+      ember.accelerator.device_count())
+x = ember.ones(2, 3).cuda()
+print(x.device, x.is_cuda, (x * 2).sum().item(), x.cuda() is x,
+      ember.cuda.memory_allocated() > 0, ember.cuda.memory_allocated() == ember.accelerator.memory_allocated())
+ember.cuda.synchronize()
+"""
+
+
+def test_a_registered_cuda_backend_is_what_the_namespaces_report():
+    code = textwrap.dedent(FAKE_CUDA) + textwrap.dedent(SCRIPT).replace(
+        "import ember as torch", "torch = ember")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["True", "1", "fake", "cuda", "True", "cuda", "1"]
+    assert lines[1].split() == ["cuda", "True", "12.0", "True", "True", "True"]
+    device, allocated, improved = lines[2].split()
+    assert device == "cuda" and int(allocated) > 0 and improved == "True"
