@@ -32,6 +32,13 @@ class LinAlgError(RuntimeError):
     """A linear-algebra routine failed on its input (singular, not positive-definite, ...).
 
     Subclasses ``RuntimeError`` like ``torch.linalg.LinAlgError``.
+
+    Example:
+        >>> try:
+        ...     ember.linalg.inv(ember.zeros(2, 2))
+        ... except ember.linalg.LinAlgError as e:
+        ...     print(isinstance(e, RuntimeError))
+        True
     """
 
 
@@ -343,7 +350,12 @@ def _rmatmul(self, other):
 
 @operator("mm(Tensor self, Tensor mat2, *, Tensor(a!)? out=None) -> Tensor")
 def mm(input, mat2, *, out=None):
-    """Matrix product of two 2-d tensors, ``(n, m) @ (m, p) -> (n, p)`` (``torch.mm``)."""
+    """Matrix product of two 2-d tensors, ``(n, m) @ (m, p) -> (n, p)`` (``torch.mm``).
+
+    Example:
+        >>> ember.mm(ember.tensor([[1.0, 2.0]]), ember.tensor([[3.0], [4.0]]))
+        tensor([[11.]])
+    """
     if input.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:
@@ -376,7 +388,12 @@ def _bmm_shape(b1: Tensor, b2: Tensor) -> tuple:
 
 @operator("bmm(Tensor self, Tensor mat2, *, Tensor(a!)? out=None) -> Tensor")
 def bmm(input, mat2, *, out=None):
-    """Batched matrix product, ``(b, n, m) @ (b, m, p) -> (b, n, p)`` (``torch.bmm``)."""
+    """Batched matrix product, ``(b, n, m) @ (b, m, p) -> (b, n, p)`` (``torch.bmm``).
+
+    Example:
+        >>> ember.bmm(ember.ones(4, 2, 3), ember.ones(4, 3, 5)).shape
+        ember.Size([4, 2, 5])
+    """
     shape = _bmm_shape(input, mat2)
     _no_bool_gemm("bmm", input, shape, input._shape[2])
     return Spec(shape, input._dtype)
@@ -413,7 +430,12 @@ def _mv_shape(inp: Tensor | None, mat: Tensor, vec: Tensor) -> tuple:
 
 @operator("mv(Tensor self, Tensor vec, *, Tensor(a!)? out=None) -> Tensor")
 def mv(input, vec, *, out=None):
-    """Matrix-vector product, ``(n, m) @ (m,) -> (n,)`` (``torch.mv``)."""
+    """Matrix-vector product, ``(n, m) @ (m,) -> (n,)`` (``torch.mv``).
+
+    Example:
+        >>> ember.mv(ember.tensor([[1.0, 2.0], [3.0, 4.0]]), ember.tensor([1.0, -1.0]))
+        tensor([-1., -1.])
+    """
     return Spec(_mv_shape(None, input, vec), input._dtype)
 
 
@@ -426,7 +448,12 @@ def _mv_backward(ctx, grad):
 
 @operator("dot(Tensor self, Tensor tensor, *, Tensor(a!)? out=None) -> Tensor")
 def dot(input, tensor, *, out=None):
-    """Inner product of two 1-d tensors of equal length; a 0-d result (``torch.dot``)."""
+    """Inner product of two 1-d tensors of equal length; a 0-d result (``torch.dot``).
+
+    Example:
+        >>> ember.dot(ember.tensor([1, 2, 3]), ember.tensor([4, 5, 6]))
+        tensor(32)
+    """
     _dot_check("dot", input, tensor)
     return Spec((), input._dtype)
 
@@ -439,7 +466,12 @@ def _dot_backward(ctx, grad):
 
 @operator("vdot(Tensor self, Tensor other, *, Tensor(a!)? out=None) -> Tensor")
 def vdot(input, other, *, out=None):
-    """Inner product conjugating ``input`` (the same as :func:`dot` for real tensors)."""
+    """Inner product conjugating ``input`` (the same as :func:`dot` for real tensors).
+
+    Example:
+        >>> ember.vdot(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
+        tensor(11.)
+    """
     _dot_check("dot", input, other)
     return Spec((), input._dtype)
 
@@ -455,6 +487,11 @@ def outer(input, vec2, *, out=None):
     """Outer product ``input[i] * vec2[j]``, promoting dtypes like ``mul`` (``torch.outer``).
 
     Shape: ``(n,), (m,) -> (n, m)``.
+
+    Example:
+        >>> ember.outer(ember.tensor([1, 2]), ember.tensor([1, 10, 100]))
+        tensor([[  1,  10, 100],
+                [  2,  20, 200]])
     """
     for t, name in ((input, "self"), (vec2, "vec2")):
         if t.ndim != 1:
@@ -471,7 +508,12 @@ def _outer_backward(ctx, grad):
 
 @composite("ger(Tensor self, Tensor vec2) -> Tensor")
 def ger(input, vec2):
-    """Alias of :func:`outer`."""
+    """Alias of :func:`outer`.
+
+    Example:
+        >>> ember.ger(ember.tensor([1, 2]), ember.tensor([3, 4])).shape
+        ember.Size([2, 2])
+    """
     return outer(input, vec2)
 
 
@@ -533,6 +575,17 @@ _FUSED_DOCS = {
     "baddbmm": ("batch1, Tensor batch2", "``beta * input + alpha * (batch1 @ batch2)``; "
                 "``(b, n, m) @ (b, m, p)``, ``input`` broadcastable to ``(b, n, p)``."),
 }
+# Their docstring examples: (call, printed result).
+_FUSED_EXAMPLES = {
+    "addmm": ("ember.addmm(ember.ones(2, 2), ember.ones(2, 3), ember.ones(3, 2), beta=0.5)",
+              "tensor([[3.5000, 3.5000],\n        [3.5000, 3.5000]])"),
+    "addmv": ("ember.addmv(ember.tensor([1.0, 2.0]), ember.ones(2, 3), ember.ones(3), alpha=2)",
+              "tensor([7., 8.])"),
+    "addbmm": ("ember.addbmm(ember.zeros(2, 2), ember.ones(4, 2, 3), ember.ones(4, 3, 2))",
+               "tensor([[12., 12.],\n        [12., 12.]])"),
+    "baddbmm": ("ember.baddbmm(ember.zeros(4, 2, 2), ember.ones(4, 2, 3), ember.ones(4, 3, 2))"
+                ".shape", "ember.Size([4, 2, 2])"),
+}
 # functional name -> in-place operator (filled below)
 FUSED_INPLACE: dict[str, object] = {}
 
@@ -555,6 +608,9 @@ def _declare_fused(name: str):
     rule.__doc__ = (f"{doc}\n\nWith ``beta=0`` ``input`` is ignored (NaN in it does not "
                     "propagate); integer tensors truncate ``beta``/``alpha`` to integers, as "
                     f"``torch.{name}``.")
+    call, result = _FUSED_EXAMPLES[name]
+    rule.__doc__ += ("\n\nExample:\n    >>> " + call + "\n    "
+                     + result.replace("\n", "\n    ") + "\n")
     rule_.__doc__ = f"In-place :func:`{name}`."
     tail = "Scalar beta=1, Scalar alpha=1"
     op = operator(f"{name}(Tensor self, Tensor {args}, *, {tail}, Tensor(a!)? out=None) "
@@ -619,6 +675,11 @@ def kron(input, other, *, out=None):
     """Kronecker product; the shorter shape is left-padded with ones (``torch.kron``).
 
     Shape: ``(a0, a1, ...), (b0, b1, ...) -> (a0*b0, a1*b1, ...)``.
+
+    Example:
+        >>> ember.kron(ember.tensor([[1, 2]]), ember.tensor([[1], [10]]))
+        tensor([[ 1,  2],
+                [10, 20]])
     """
     n = max(input.ndim, other.ndim)
     sa = (1,) * (n - input.ndim) + input._shape
@@ -669,6 +730,13 @@ def tensordot(a, b, dims=2, out=None):
     ``([da...], [db...])`` names them. Contracted sizes must match (or be 1).
 
     Shape: the free dims of ``a`` followed by the free dims of ``b``.
+
+    Example:
+        >>> ember.tensordot(ember.ones(2, 3, 4), ember.ones(3, 4, 5)).shape
+        ember.Size([2, 5])
+        >>> ember.tensordot(ember.ones(2, 3), ember.ones(3, 2), dims=([1], [0]))
+        tensor([[3., 3.],
+                [3., 3.]])
     """
     da, db = tensordot_dims(a, b, dims)
     ca = [canonical_dim(d, a.ndim) for d in da]
@@ -943,6 +1011,11 @@ def linalg_inv(A, *, out=None):
         RuntimeError: not a batch of square float32/float64 matrices.
 
     Shape: ``(*, n, n) -> (*, n, n)``.
+
+    Example:
+        >>> ember.linalg.inv(ember.tensor([[4.0, 2.0], [2.0, 2.0]]))
+        tensor([[ 0.5000, -0.5000],
+                [-0.5000,  1.0000]])
     """
     _floating("linalg.inv", A)
     _square("linalg.inv", A)
@@ -957,7 +1030,12 @@ def _linalg_inv_backward(ctx, grad):
 
 @composite("inverse(Tensor self) -> Tensor")
 def inverse(input):
-    """Alias of ``ember.linalg.inv`` (``torch.inverse``)."""
+    """Alias of ``ember.linalg.inv`` (``torch.inverse``).
+
+    Example:
+        >>> ember.inverse(ember.tensor([[0.5]]))
+        tensor([[2.]])
+    """
     return linalg_inv(input)
 
 
@@ -966,6 +1044,10 @@ def linalg_det(A, *, out=None):
     """Determinant of each square matrix of ``A`` (``torch.linalg.det``).
 
     Shape: ``(*, n, n) -> (*)``.
+
+    Example:
+        >>> round(ember.linalg.det(ember.tensor([[2.0, 1.0], [1.0, 3.0]])).item(), 4)
+        5.0
     """
     _floating("linalg.det", A, "lu_cpu")
     _square("linalg.det", A)
@@ -994,7 +1076,12 @@ def _linalg_det_backward(ctx, grad):
 
 @composite("det(Tensor self) -> Tensor")
 def det(input):
-    """Alias of ``ember.linalg.det`` (``torch.det``)."""
+    """Alias of ``ember.linalg.det`` (``torch.det``).
+
+    Example:
+        >>> round(ember.det(ember.tensor([[2.0, 1.0], [1.0, 3.0]])).item(), 4)
+        5.0
+    """
     return linalg_det(input)
 
 
@@ -1006,6 +1093,11 @@ def linalg_slogdet(A, *, out=None):
     A singular matrix gives ``sign = 0`` and ``logabsdet = -inf``, as ``torch.linalg.slogdet``.
 
     Shape: ``(*, n, n) -> (*), (*)``.
+
+    Example:
+        >>> sign, logabsdet = ember.linalg.slogdet(ember.tensor([[-2.0, 0.0], [0.0, 1.0]]))
+        >>> sign, logabsdet
+        (tensor(-1.), tensor(0.6931))
     """
     _floating("linalg.slogdet", A)
     _square("linalg.slogdet", A)
@@ -1023,7 +1115,12 @@ linalg_slogdet.result_tuple = SlogdetResult
 
 @composite("slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)")
 def slogdet(input):
-    """``ember.linalg.slogdet`` as ``torch.slogdet`` (named tuple ``slogdet``)."""
+    """``ember.linalg.slogdet`` as ``torch.slogdet`` (named tuple ``slogdet``).
+
+    Example:
+        >>> ember.slogdet(ember.tensor([[-2.0, 0.0], [0.0, 1.0]])).sign
+        tensor(-1.)
+    """
     return TorchSlogdetResult(*linalg_slogdet(input))
 
 
@@ -1032,6 +1129,12 @@ def logdet(input):
     """Log-determinant: NaN for a negative determinant, ``-inf`` for zero (``torch.logdet``).
 
     Shape: ``(*, n, n) -> (*)``.
+
+    Example:
+        >>> ember.logdet(ember.tensor([[2.0, 0.0], [0.0, 1.0]]))
+        tensor(0.6931)
+        >>> ember.logdet(ember.tensor([[-2.0, 0.0], [0.0, 1.0]]))
+        tensor(nan)
     """
     _floating("logdet", input)
     _square("linalg.slogdet", input)
@@ -1065,6 +1168,11 @@ def linalg_solve(A, B, *, left=True, out=None):
         RuntimeError: shapes or dtypes do not fit.
 
     Shape: ``(*, n, n), (*, n, k) -> (*, n, k)``; ``(*, n, n), (*, n) -> (*, n)``.
+
+    Example:
+        >>> A = ember.tensor([[2.0, 0.0], [0.0, 4.0]])
+        >>> ember.linalg.solve(A, ember.tensor([1.0, 2.0]))
+        tensor([0.5000, 0.5000])
     """
     _floating("linalg.solve", A, "lu_cpu")
     _square("linalg.solve", A)
@@ -1108,6 +1216,11 @@ def linalg_cholesky(A, *, upper=False, out=None):
         LinAlgError: a matrix is not positive-definite.
 
     Shape: ``(*, n, n) -> (*, n, n)``.
+
+    Example:
+        >>> ember.linalg.cholesky(ember.tensor([[4.0, 2.0], [2.0, 2.5]]))
+        tensor([[2.0000, 0.0000],
+                [1.0000, 1.2247]])
     """
     _floating("linalg.cholesky", A, "cholesky_cpu")
     _square("linalg.cholesky", A)
@@ -1135,6 +1248,12 @@ def linalg_qr(A, mode="reduced", *, out=None):
 
     ``mode``: ``'reduced'`` (``Q`` is ``(*, m, k)``, ``k = min(m, n)``), ``'complete'``
     (``Q`` is ``(*, m, m)``) or ``'r'`` (``Q`` is empty, ``R`` as in reduced).
+
+    Example:
+        >>> A = ember.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        >>> Q, R = ember.linalg.qr(A)
+        >>> Q.shape, R.shape, ember.allclose(Q @ R, A, atol=1e-5)
+        (ember.Size([3, 2]), ember.Size([2, 2]), True)
     """
     if mode not in _QR_MODES:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
@@ -1194,6 +1313,12 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
 
     ``S`` is descending; with ``full_matrices=False`` ``U`` is ``(*, m, k)`` and ``Vh``
     ``(*, k, n)`` (``k = min(m, n)``), else square.
+
+    Example:
+        >>> A = ember.tensor([[3.0, 0.0], [0.0, -2.5], [0.0, 0.0]])
+        >>> U, S, Vh = ember.linalg.svd(A, full_matrices=False)
+        >>> U.shape, S, Vh.shape
+        (ember.Size([3, 2]), tensor([3.0000, 2.5000]), ember.Size([2, 2]))
     """
     _svd_checks(A)
     *batch, m, n = A._shape
@@ -1247,6 +1372,10 @@ def linalg_svdvals(A, *, driver=None, out=None):
     """Singular values of ``A``, descending (``torch.linalg.svdvals``).
 
     Shape: ``(*, m, n) -> (*, min(m, n))``.
+
+    Example:
+        >>> ember.linalg.svdvals(ember.tensor([[0.0, 2.5], [-3.0, 0.0]]))
+        tensor([3.0000, 2.5000])
     """
     _svd_checks(A)
     return Spec(A._shape[:-2] + (min(A._shape[-2:]),), A._dtype)
@@ -1274,6 +1403,11 @@ def linalg_eigh(A, UPLO="L", *, out=None):
     implementation defined.
 
     Shape: ``(*, n, n) -> (*, n), (*, n, n)``.
+
+    Example:
+        >>> L, Q = ember.linalg.eigh(ember.tensor([[2.5, 1.0], [1.0, 2.5]]))
+        >>> L, Q.shape
+        (tensor([1.5000, 3.5000]), ember.Size([2, 2]))
     """
     _eigh_checks(A, UPLO)
     return Spec(A._shape[:-1], A._dtype), Spec(A._shape, A._dtype)
@@ -1298,6 +1432,10 @@ def linalg_eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues of symmetric matrices, ascending (``torch.linalg.eigvalsh``).
 
     Shape: ``(*, n, n) -> (*, n)``.
+
+    Example:
+        >>> ember.linalg.eigvalsh(ember.tensor([[2.5, 1.0], [1.0, 2.5]]))
+        tensor([1.5000, 3.5000])
     """
     _eigh_checks(A, UPLO)
     return Spec(A._shape[:-1], A._dtype)
@@ -1325,6 +1463,10 @@ def linalg_matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, ou
     the eigenvalues' magnitudes.
 
     Shape: ``(*, m, n) -> (*)``, int64.
+
+    Example:
+        >>> ember.linalg.matrix_rank(ember.tensor([[1.0, 2.0], [2.0, 4.0]]))
+        tensor(1)
     """
     if A._dtype is not dt.float32 and A._dtype is not dt.float64:
         if rtol is None and tol is None:  # torch needs eps for the default rtol first
@@ -1349,6 +1491,10 @@ def linalg_pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     :func:`linalg_matrix_rank`'s defaults (``torch.linalg.pinv``).
 
     Shape: ``(*, m, n) -> (*, n, m)``.
+
+    Example:
+        >>> ember.linalg.pinv(ember.tensor([[1.0], [1.0]]))
+        tensor([[0.5000, 0.5000]])
     """
     if A.ndim < 2 or A._dtype not in (dt.float32, dt.float64):
         raise RuntimeError(f"linalg.pinv({_tn(A)}{{{list(A._shape)}}}): expected a tensor with 2 "
@@ -1381,6 +1527,11 @@ def linalg_matrix_power(A, n, *, out=None):
     identity, ``n < 0`` the power of the inverse (``torch.linalg.matrix_power``).
 
     Shape: ``(*, m, m) -> (*, m, m)``.
+
+    Example:
+        >>> ember.linalg.matrix_power(ember.tensor([[1, 1], [0, 1]]), 3)
+        tensor([[1, 3],
+                [0, 1]])
     """
     _square("linalg.matrix_power", A)
     if n < 0:
@@ -1418,7 +1569,13 @@ def _linalg_matrix_power_backward(ctx, grad):
 
 @composite("matrix_power(Tensor self, int n) -> Tensor")
 def matrix_power(input, n):
-    """Alias of ``ember.linalg.matrix_power`` (``torch.matrix_power``)."""
+    """Alias of ``ember.linalg.matrix_power`` (``torch.matrix_power``).
+
+    Example:
+        >>> ember.matrix_power(ember.tensor([[4.0, 2.0], [2.0, 2.0]]), -1)
+        tensor([[ 0.5000, -0.5000],
+                [-0.5000,  1.0000]])
+    """
     return linalg_matrix_power(input, n)
 
 
@@ -1530,7 +1687,14 @@ def linalg_householder_product(input, tau):
 
 @composite("orgqr(Tensor self, Tensor input2) -> Tensor")
 def orgqr(input, tau):
-    """Alias of :func:`linalg_householder_product` (``torch.orgqr``)."""
+    """Alias of :func:`linalg_householder_product` (``torch.orgqr``).
+
+    Example:
+        >>> A = ember.tensor([[3.0, 1.0], [4.0, 2.0]])
+        >>> Q = ember.orgqr(*ember.geqrf(A))
+        >>> ember.allclose(Q.mT @ Q, ember.eye(2), atol=1e-6)
+        True
+    """
     return linalg_householder_product(input, tau)
 
 
@@ -1561,6 +1725,11 @@ def geqrf(input):
     outputs never require grad.
 
     Shape: ``(*, m, n) -> a (*, m, n), tau (*, min(m, n))``.
+
+    Example:
+        >>> a, tau = ember.geqrf(ember.tensor([[3.0, 1.0], [4.0, 2.0]]))
+        >>> a.shape, tau.shape
+        (ember.Size([2, 2]), ember.Size([2]))
     """
     if input.ndim < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
