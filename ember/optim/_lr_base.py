@@ -63,6 +63,15 @@ class LRScheduler:
     Raises:
         TypeError: ``optimizer`` is not an Optimizer.
         KeyError: resuming (``last_epoch >= 0``) without ``initial_lr`` in a group.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+        >>> isinstance(s, ember.optim.lr_scheduler.LRScheduler), s.get_last_lr(), s.last_epoch
+        (True, [1.0], 0)
+        >>> opt.step(); s.step()
+        >>> s.state_dict()["last_epoch"], opt.param_groups[0]["lr"]
+        (1, 0.5)
     """
 
     _get_lr_called_within_step: bool = False

@@ -57,6 +57,14 @@ class CyclicLR(LRScheduler):
     Raises:
         ValueError: an unknown mode without ``scale_fn``; cycle_momentum with an optimizer
             without momentum or betas.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0, momentum=0.9)
+        >>> s = ember.optim.lr_scheduler.CyclicLR(opt, base_lr=0.25, max_lr=1.0, step_size_up=2)
+        >>> lrs = [s.get_last_lr()[0]]
+        >>> for _ in range(4): opt.step(); s.step(); lrs.append(s.get_last_lr()[0])
+        >>> lrs
+        [0.25, 0.625, 1.0, 0.625, 0.25]
     """
 
     def __init__(self, optimizer: Optimizer, base_lr: float | list[float],
@@ -148,6 +156,14 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     Raises:
         ValueError: ``T_0`` not a positive integer, ``T_mult`` not an integer >= 1, a
             non-numeric ``eta_min``, or a negative ``epoch`` given to ``step``.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)
+        >>> lrs = [s.get_last_lr()[0]]
+        >>> for _ in range(4): opt.step(); s.step(); lrs.append(round(s.get_last_lr()[0], 4))
+        >>> lrs
+        [1.0, 0.5, 1.0, 0.5, 1.0]
     """
 
     def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1,  # noqa: N803
@@ -223,6 +239,14 @@ class OneCycleLR(LRScheduler):
 
     Raises:
         ValueError: invalid totals, ``pct_start``, ``anneal_strategy``; stepping past the end.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0, momentum=0.9)
+        >>> s = ember.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=4)
+        >>> lrs = [round(s.get_last_lr()[0], 4)]
+        >>> for _ in range(3): opt.step(); s.step(); lrs.append(round(s.get_last_lr()[0], 4))
+        >>> lrs
+        [0.04, 0.8117, 0.2831, 0.0]
     """
 
     def __init__(self, optimizer: Optimizer, max_lr: float | list[float],

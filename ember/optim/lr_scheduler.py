@@ -105,6 +105,13 @@ class MultiplicativeLR(_LambdaBase):
 
     Raises:
         TypeError: an ``lr_lambda`` is not callable.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.MultiplicativeLR(opt, lambda epoch: 0.5)
+        >>> for _ in range(2): opt.step(); s.step()
+        >>> s.get_last_lr()
+        [0.25]
     """
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Any, last_epoch: int = -1) -> None:
@@ -152,7 +159,16 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
-    """Multiply lr by ``gamma`` at each milestone (repeated milestones multiply again)."""
+    """Multiply lr by ``gamma`` at each milestone (repeated milestones multiply again).
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 3], gamma=0.5)
+        >>> lrs = []
+        >>> for _ in range(4): opt.step(); s.step(); lrs.append(s.get_last_lr()[0])
+        >>> lrs
+        [0.5, 0.5, 0.25, 0.25]
+    """
 
     def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
@@ -178,6 +194,14 @@ class ConstantLR(LRScheduler):
 
     Raises:
         ValueError: ``factor`` outside [0, 1].
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+        >>> lrs = [s.get_last_lr()[0]]
+        >>> for _ in range(3): opt.step(); s.step(); lrs.append(s.get_last_lr()[0])
+        >>> lrs
+        [0.5, 0.5, 1.0, 1.0]
     """
 
     def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
@@ -207,6 +231,14 @@ class LinearLR(LRScheduler):
 
     Raises:
         ValueError: ``start_factor`` not in (0, 1] or ``end_factor`` not in [0, 1].
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=3)
+        >>> lrs = [s.get_last_lr()[0]]
+        >>> for _ in range(3): opt.step(); s.step(); lrs.append(s.get_last_lr()[0])
+        >>> lrs
+        [0.25, 0.5, 0.75, 1.0]
     """
 
     def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
@@ -240,7 +272,15 @@ class LinearLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
-    """Multiply lr by ``gamma`` every epoch."""
+    """Multiply lr by ``gamma`` every epoch.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+        >>> for _ in range(3): opt.step(); s.step()
+        >>> s.get_last_lr()
+        [0.125]
+    """
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
@@ -258,7 +298,16 @@ class ExponentialLR(LRScheduler):
 
 
 class PolynomialLR(LRScheduler):
-    """lr decays as ``(1 - t / total_iters) ** power`` until ``total_iters``."""
+    """lr decays as ``(1 - t / total_iters) ** power`` until ``total_iters``.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.PolynomialLR(opt, total_iters=4, power=1.0)
+        >>> lrs = []
+        >>> for _ in range(4): opt.step(); s.step(); lrs.append(s.get_last_lr()[0])
+        >>> lrs
+        [0.75, 0.5, 0.25, 0.0]
+    """
 
     def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
                  last_epoch: int = -1) -> None:
@@ -280,7 +329,16 @@ class PolynomialLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
-    """Cosine annealing from initial_lr to ``eta_min`` over ``T_max`` epochs (then back up)."""
+    """Cosine annealing from initial_lr to ``eta_min`` over ``T_max`` epochs (then back up).
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+        >>> lrs = []
+        >>> for _ in range(4): opt.step(); s.step(); lrs.append(round(s.get_last_lr()[0], 4))
+        >>> lrs
+        [0.8536, 0.5, 0.1464, 0.0]
+    """
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,  # noqa: N803
                  last_epoch: int = -1) -> None:
@@ -350,6 +408,16 @@ class SequentialLR(_Composite):
     Raises:
         ValueError: no schedulers, a ReduceLROnPlateau, another optimizer, or
             ``len(milestones) != len(schedulers) - 1``.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> warmup = ember.optim.lr_scheduler.ConstantLR(opt, factor=0.25, total_iters=2)
+        >>> decay = ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+        >>> s = ember.optim.lr_scheduler.SequentialLR(opt, [warmup, decay], milestones=[2])
+        >>> lrs = [s.get_last_lr()[0]]
+        >>> for _ in range(4): opt.step(); s.step(); lrs.append(s.get_last_lr()[0])
+        >>> lrs
+        [0.25, 0.25, 1.0, 0.5, 0.25]
     """
 
     def __init__(self, optimizer: Optimizer, schedulers: list[LRScheduler],
@@ -399,7 +467,18 @@ class SequentialLR(_Composite):
 
 
 class ChainedScheduler(_Composite):
-    """Step several schedulers of one optimizer together, each acting on the current lr."""
+    """Step several schedulers of one optimizer together, each acting on the current lr.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.ChainedScheduler([
+        ...     ember.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2),
+        ...     ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)])
+        >>> lrs = [s.get_last_lr()[0]]
+        >>> for _ in range(3): opt.step(); s.step(); lrs.append(s.get_last_lr()[0])
+        >>> lrs
+        [0.5, 0.25, 0.25, 0.125]
+    """
 
     def __init__(self, schedulers: Sequence[LRScheduler],
                  optimizer: Optimizer | None = None) -> None:
@@ -434,6 +513,13 @@ class ReduceLROnPlateau(LRScheduler):
 
     Raises:
         ValueError: ``factor >= 1``, an unknown mode, or a wrong number of ``min_lr``.
+
+    Example:
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+        >>> s = ember.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=1)
+        >>> for loss in [3.0, 2.0, 2.0, 2.0]: opt.step(); s.step(loss)
+        >>> s.get_last_lr()
+        [0.5]
     """
 
     def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1,
