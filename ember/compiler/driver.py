@@ -182,6 +182,10 @@ def _compile_segment(ctx: CompileContext, cc: CodeCache, fn, info: CodeInfo, L: 
             events.record_break(bi.reason, bi.user_stack(), bi.hint)
             _go_native(ctx, cc, f"graph break in a loop ({bi.reason})", bi)
             return _NATIVE
+    if len(cc.entries.get(pc, ())) >= config.recompile_limit:
+        # over the limit: let the cache refuse (it warns once) before compiling anything
+        if not cc.install(pc, CacheEntry(cap.guards.build(), None), L, fn.__globals__):
+            return _NATIVE
     try:
         entry = _build_segment(ctx, cc, cap, res, info, pc, t0)
     except CannotRebuild as e:

@@ -54,6 +54,7 @@ class Rebuilder:
         self.pre: list[str] = []         # statements evaluating values (step 2)
         self.effects: list[str] = []     # mutations (step 3)
         self._tmp = 0
+        self._memo: dict[int, str] = {}
 
     def const(self, v) -> str:
         name = f"K{self._nconst}"
@@ -94,6 +95,19 @@ class Rebuilder:
         src = cap.source(v)
         if src is not None:
             return src
+        if t in (list, dict, set, types.CellType, types.FunctionType):
+            # mutable objects made during capture: built once, shared by every reference
+            hit = self._memo.get(id(v))
+            if hit is not None:
+                return hit
+            e = self._expr_new(v, t, depth)
+            name = self.temp(e)
+            self._memo[id(v)] = name
+            return name
+        return self._expr_new(v, t, depth)
+
+    def _expr_new(self, v, t, depth):
+        cap = self.cap
         if t is list:
             return "[" + ", ".join(self.expr(x, depth + 1) for x in v) + "]"
         if t is tuple:

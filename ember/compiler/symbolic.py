@@ -206,7 +206,7 @@ class Capture:
         # id(meta) -> (meta, source, real tensor): inputs not yet turned into placeholders
         self.lazy_inputs: dict[int, tuple[Tensor, str, Tensor]] = {}
         self.inputs: list[tuple[str, Tensor, object]] = []              # (source, real, node)
-        self.meta_of_real: dict[int, Tensor] = {}
+        self.meta_of_real: dict[str, Tensor] = {}
         self.source_of: dict[int, tuple[object, str]] = {}    # id(shadow/real) -> (obj, expr)
         self.shadow_of: dict[int, object] = {}                 # id(real container) -> shadow
         self.real_of: dict[int, tuple[object, object, list]] = {}  # id(shadow)->(shadow,real,snap)
@@ -233,11 +233,13 @@ class Capture:
             return value
         t = type(value)
         if isinstance(value, Tensor):
-            m = self.meta_of_real.get(id(value))
+            # one meta tensor per *source*: two names for one tensor stay two graph inputs,
+            # so a later call passing two different tensors is still right
+            m = self.meta_of_real.get(src)
             if m is not None:
                 return m
             m = to_meta(value) if value._device is not META else value
-            self.meta_of_real[id(value)] = m
+            self.meta_of_real[src] = m
             self.lazy_inputs[id(m)] = (m, src, value)
             self.source_of[id(m)] = (m, src)
             self.keep.append(value)
