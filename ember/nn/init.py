@@ -69,13 +69,25 @@ def _fan(tensor: Tensor, mode: str) -> int:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
-    """Fill with samples of U(a, b)."""
+    """Fill with samples of U(a, b).
+
+    Example:
+        >>> w = ember.nn.init.uniform_(ember.empty(3, 5), a=-0.5, b=0.5)
+        >>> bool((w >= -0.5).all() and (w < 0.5).all())
+        True
+    """
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
-    """Fill with samples of N(mean, std^2)."""
+    """Fill with samples of N(mean, std^2).
+
+    Example:
+        >>> w = ember.nn.init.normal_(ember.empty(100, 100), mean=1.0, std=0.5)
+        >>> round(w.mean().item(), 1), round(w.std().item(), 1)
+        (1.0, 0.5)
+    """
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
@@ -86,7 +98,13 @@ def _norm_cdf(x: float) -> float:
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator=None) -> Tensor:
-    """Fill with N(mean, std^2) samples truncated to [a, b] (inverse-CDF method, as torch)."""
+    """Fill with N(mean, std^2) samples truncated to [a, b] (inverse-CDF method, as torch).
+
+    Example:
+        >>> w = ember.nn.init.trunc_normal_(ember.empty(100), std=1.0, a=-0.5, b=0.5)
+        >>> bool((w.abs() <= 0.5).all())
+        True
+    """
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
@@ -101,24 +119,47 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
-    """Fill with ``val``."""
+    """Fill with ``val``.
+
+    Example:
+        >>> ember.nn.init.constant_(ember.empty(2, 2), 0.5)
+        tensor([[0.5000, 0.5000],
+                [0.5000, 0.5000]])
+    """
     with no_grad():
         return tensor.fill_(val)
 
 
 def ones_(tensor: Tensor) -> Tensor:
-    """Fill with ones."""
+    """Fill with ones.
+
+    Example:
+        >>> ember.nn.init.ones_(ember.empty(3))
+        tensor([1., 1., 1.])
+    """
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
-    """Fill with zeros."""
+    """Fill with zeros.
+
+    Example:
+        >>> w = ember.ones(3, requires_grad=True)
+        >>> ember.nn.init.zeros_(w)
+        tensor([0., 0., 0.], requires_grad=True)
+    """
     with no_grad():
         return tensor.zero_()
 
 
 def eye_(tensor: Tensor) -> Tensor:
-    """Fill a 2-D tensor with the identity matrix (ones on the main diagonal)."""
+    """Fill a 2-D tensor with the identity matrix (ones on the main diagonal).
+
+    Example:
+        >>> ember.nn.init.eye_(ember.empty(2, 3))
+        tensor([[1., 0., 0.],
+                [0., 1., 0.]])
+    """
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
@@ -127,7 +168,14 @@ def eye_(tensor: Tensor) -> Tensor:
 
 
 def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
-    """Fill a 3/4/5-D convolution weight with the Dirac delta (identity convolution per group)."""
+    """Fill a 3/4/5-D convolution weight with the Dirac delta (identity convolution per group).
+
+    Example:
+        >>> w = ember.nn.init.dirac_(ember.empty(2, 2, 3))
+        >>> w[:, :, 1], int(w.sum())
+        (tensor([[1., 0.],
+                [0., 1.]]), 2)
+    """
     dims = tensor.dim()
     if dims not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
@@ -145,14 +193,26 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
-    """Glorot uniform: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``."""
+    """Glorot uniform: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``.
+
+    Example:
+        >>> w = ember.nn.init.xavier_uniform_(ember.empty(4, 8))  # bound sqrt(6 / (8 + 4))
+        >>> bool(w.abs().max() <= 0.5 ** 0.5)
+        True
+    """
     fan_in, fan_out = _fans(tensor)
     a = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return uniform_(tensor, -a, a, generator)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
-    """Glorot normal: N(0, std^2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
+    """Glorot normal: N(0, std^2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``.
+
+    Example:
+        >>> w = ember.nn.init.xavier_normal_(ember.empty(100, 100))  # std sqrt(2 / 200)
+        >>> round(w.std().item(), 1)
+        0.1
+    """
     fan_in, fan_out = _fans(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
@@ -183,7 +243,13 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
-    """He normal: N(0, std^2) with ``std = gain / sqrt(fan)``."""
+    """He normal: N(0, std^2) with ``std = gain / sqrt(fan)``.
+
+    Example:
+        >>> w = ember.nn.init.kaiming_normal_(ember.empty(50, 200))  # std sqrt(2 / fan_in)
+        >>> round(w.std().item(), 1)
+        0.1
+    """
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     if std is None:
         return tensor
@@ -191,7 +257,13 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
-    """Fill with a (semi-)orthogonal matrix from the QR decomposition of a normal matrix."""
+    """Fill with a (semi-)orthogonal matrix from the QR decomposition of a normal matrix.
+
+    Example:
+        >>> w = ember.nn.init.orthogonal_(ember.empty(3, 5))
+        >>> ember.allclose(w @ w.T, ember.eye(3), atol=1e-5)
+        True
+    """
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -212,7 +284,13 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
-    """A 2-D normal(0, std) matrix with ``ceil(sparsity * rows)`` zeros in each column."""
+    """A 2-D normal(0, std) matrix with ``ceil(sparsity * rows)`` zeros in each column.
+
+    Example:
+        >>> w = ember.nn.init.sparse_(ember.empty(10, 4), sparsity=0.5)
+        >>> (w == 0).sum(dim=0)
+        tensor([5, 5, 5, 5])
+    """
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
