@@ -30,11 +30,18 @@ _FACTORY_KW = ", ScalarType? dtype=None, Layout? layout=None, Device? device=Non
               "bool? pin_memory=None, bool requires_grad=False"
 
 
+def _has_backend(name: str) -> bool:
+    return any(b.name == name for b in _devices.registered_backends())
+
+
 def _backend_select(op, ks, *args, **kwargs):
     device = as_device(kwargs.get("device"))
-    if device.type == "cuda" and not any(b.name == "cuda"
-                                         for b in _devices.registered_backends()):
-        raise cuda_not_compiled()  # NOTE [Device namespaces without a device]
+    # NOTE [Device namespaces without a device] in ember/backends/cuda.py
+    if device.type == "cuda" and not _has_backend("cuda"):
+        raise cuda_not_compiled()
+    if kwargs.get("pin_memory") and not (_has_backend("cuda") or _has_backend("mps")):
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no "
+                           "pinned memory allocator is available on this system.")
     return redispatch(op, ks | (1 << BACKEND_KEY_OF_DEVICE[device.type]), *args, **kwargs)
 
 
@@ -324,9 +331,12 @@ arange.normalize = _arange_normalize
 
 
 # -- *_like and new_* ------------------------------------------------------------------------
-def _like_kwargs(self: Tensor, dtype, device, requires_grad) -> dict:
-    return {"dtype": dtype or self._dtype, "device": device or self._device,
-            "requires_grad": requires_grad}
+def _like_kwargs(self: Tensor, dtype, device, requires_grad, pin_memory=None) -> dict:
+    out = {"dtype": dtype or self._dtype, "device": device or self._device,
+           "requires_grad": requires_grad}
+    if pin_memory:
+        out["pin_memory"] = pin_memory
+    return out
 
 
 @composite("empty_like(Tensor self, *" + _FACTORY_KW + ", MemoryFormat? memory_format=None) "
@@ -334,7 +344,8 @@ def _like_kwargs(self: Tensor, dtype, device, requires_grad) -> dict:
 def empty_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
                requires_grad=False, memory_format=None) -> Tensor:
     """An uninitialised tensor with ``input``'s shape, dtype and device (unless overridden)."""
-    return empty(input._shape, **_like_kwargs(input, dtype, device, requires_grad))
+    return empty(input._shape, **_like_kwargs(input, dtype, device, requires_grad,
+                                              pin_memory))
 
 
 @composite("zeros_like(Tensor self, *" + _FACTORY_KW + ", MemoryFormat? memory_format=None) "
@@ -342,7 +353,8 @@ def empty_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
 def zeros_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
                requires_grad=False, memory_format=None) -> Tensor:
     """Zeros shaped like ``input``."""
-    return zeros(input._shape, **_like_kwargs(input, dtype, device, requires_grad))
+    return zeros(input._shape, **_like_kwargs(input, dtype, device, requires_grad,
+                                              pin_memory))
 
 
 @composite("ones_like(Tensor self, *" + _FACTORY_KW + ", MemoryFormat? memory_format=None) "
@@ -350,7 +362,8 @@ def zeros_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
 def ones_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
               requires_grad=False, memory_format=None) -> Tensor:
     """Ones shaped like ``input``."""
-    return ones(input._shape, **_like_kwargs(input, dtype, device, requires_grad))
+    return ones(input._shape, **_like_kwargs(input, dtype, device, requires_grad,
+                                             pin_memory))
 
 
 @composite("full_like(Tensor self, Scalar fill_value, *" + _FACTORY_KW +
@@ -358,7 +371,8 @@ def ones_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
               requires_grad=False, memory_format=None) -> Tensor:
     """``fill_value`` shaped like ``input`` (``input``'s dtype unless given)."""
-    return full(input._shape, fill_value, **_like_kwargs(input, dtype, device, requires_grad))
+    return full(input._shape, fill_value, **_like_kwargs(input, dtype, device, requires_grad,
+                                                         pin_memory))
 
 
 @tensor_method("new_empty")

@@ -384,6 +384,33 @@ def test_pin_memory_and_is_pinned_as_torch():
         assert x.cpu() is x and lib.nn.Linear(1, 1).cpu() is not None
 
 
+PIN_CALLS = {
+    "zeros": lambda lib: lib.zeros(2, pin_memory=True),
+    "empty": lambda lib: lib.empty(2, pin_memory=True),
+    "ones": lambda lib: lib.ones(2, pin_memory=True),
+    "full": lambda lib: lib.full((2,), 1.0, pin_memory=True),
+    "tensor": lambda lib: lib.tensor([1.0], pin_memory=True),
+    "arange": lambda lib: lib.arange(2, pin_memory=True),
+    "randn": lambda lib: lib.randn(2, pin_memory=True),
+    "zeros_like": lambda lib: lib.zeros_like(lib.ones(1), pin_memory=True),
+    "full_like": lambda lib: lib.full_like(lib.ones(1), 2.0, pin_memory=True),
+}
+
+
+@pytest.mark.parametrize("call", list(PIN_CALLS))
+def test_factories_with_pin_memory_need_an_accelerator_as_in_torch(call):
+    got = _outcome(lambda: PIN_CALLS[call](ember))
+    want = _outcome(lambda: PIN_CALLS[call](torch))
+    assert got[1] is want[1] is RuntimeError and got[2] == want[2]
+    assert ember.zeros(2, pin_memory=False).tolist() == [0.0, 0.0]
+
+
+def test_cuda_with_an_index_fails_like_torch_without_an_accelerator():
+    got = _outcome(lambda: ember.ones(2).cuda(0))
+    want = _outcome(lambda: torch.ones(2).cuda(0))
+    assert got[1] is want[1] is RuntimeError and got[2] == want[2]
+
+
 def test_cuda_with_a_non_cuda_device_is_refused():
     with pytest.raises(RuntimeError, match="must be cuda device"):
         ember.ones(1).cuda("cpu")
@@ -484,8 +511,9 @@ FAKE_CUDA = """
 import numpy as np
 import ember
 from ember.memory.allocator import CpuBackend
+from ember.memory.devices import DeviceBackend, register_backend
 
-ember.utils.register_backend(ember.utils.DeviceBackend(
+register_backend(DeviceBackend(
     "cuda", "CUDA", np, CpuBackend(), kernels_from="cpu",
     extra={"device_count": lambda: 1, "current_device": lambda: 0,
            "get_device_name": lambda i: "fake cuda", "manual_seed_all": lambda s: None}))
@@ -496,6 +524,8 @@ x = ember.ones(2, 3).cuda()
 print(x.device, x.is_cuda, (x * 2).sum().item(), x.cuda() is x,
       ember.cuda.memory_allocated() > 0, ember.cuda.memory_allocated() == ember.accelerator.memory_allocated())
 ember.cuda.synchronize()
+pinned = ember.arange(3.0).pin_memory()
+print(pinned.tolist(), ember.ones(1, pin_memory=True).device, ember.ones(1).cuda(0).device)
 """
 
 
@@ -508,5 +538,6 @@ def test_a_registered_cuda_backend_is_what_the_namespaces_report():
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["True", "1", "fake", "cuda", "True", "cuda", "1"]
     assert lines[1].split() == ["cuda", "True", "12.0", "True", "True", "True"]
-    device, allocated, improved = lines[2].split()
+    assert lines[2].startswith("[0.0, 1.0, 2.0] cpu cuda")
+    device, allocated, improved = lines[3].split()
     assert device == "cuda" and int(allocated) > 0 and improved == "True"
