@@ -22,6 +22,7 @@ from enum import Enum
 from typing import Any
 
 from ember.autograd.grad_mode import no_grad
+from ember.backends.cuda import is_built as _cuda_is_built
 from ember.core import dtype as dt
 from ember.ops.creation import full
 from ember.ops.pointwise import where
@@ -54,8 +55,9 @@ class GradScaler:
     skipped step, or by ``growth_factor`` after ``growth_interval`` consecutive good steps.
 
     Args:
-        device: device type of the scale (``"cpu"``). ``"cuda"`` (the default, as torch's) is
-            not available in ember, so such a scaler warns and disables itself.
+        device: device type of the scale (``"cpu"``). ``"cuda"`` (the default, as torch's)
+            needs a registered CUDA backend; without one such a scaler warns and disables
+            itself, as torch's does on a machine without CUDA.
         init_scale: the first scale.
         growth_factor: multiplies the scale after ``growth_interval`` steps without inf/NaN.
         backoff_factor: multiplies the scale after a step with inf/NaN gradients.
@@ -81,7 +83,7 @@ class GradScaler:
                  growth_interval: int = 2000, enabled: bool = True) -> None:
         self._device = device
         self._enabled = enabled
-        if device == "cuda" and enabled:
+        if device == "cuda" and enabled and not _cuda_is_built():
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
                           "Disabling.", stacklevel=2)
             self._enabled = False

@@ -526,6 +526,7 @@ print(x.device, x.is_cuda, (x * 2).sum().item(), x.cuda() is x,
 ember.cuda.synchronize()
 pinned = ember.arange(3.0).pin_memory()
 print(pinned.tolist(), ember.ones(1, pin_memory=True).device, ember.ones(1).cuda(0).device)
+print(ember.amp.GradScaler("cuda").is_enabled())
 """
 
 
@@ -539,5 +540,6 @@ def test_a_registered_cuda_backend_is_what_the_namespaces_report():
     assert lines[0].split() == ["True", "1", "fake", "cuda", "True", "cuda", "1"]
     assert lines[1].split() == ["cuda", "True", "12.0", "True", "True", "True"]
     assert lines[2].startswith("[0.0, 1.0, 2.0] cpu cuda")
-    device, allocated, improved = lines[3].split()
+    assert lines[3] == "True"  # GradScaler("cuda") is on once CUDA exists
+    device, allocated, improved = lines[4].split()
     assert device == "cuda" and int(allocated) > 0 and improved == "True"
