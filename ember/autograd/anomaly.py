@@ -49,7 +49,16 @@ def check_nan(node, outs) -> None:
 
 
 class set_detect_anomaly:
-    """Turn anomaly detection on or off (a function and a context manager)."""
+    """Turn anomaly detection on or off (a function and a context manager).
+
+    Example:
+        >>> from ember.autograd.anomaly import is_anomaly_enabled
+        >>> with ember.autograd.set_detect_anomaly(True):
+        ...     print(is_anomaly_enabled())
+        True
+        >>> is_anomaly_enabled()
+        False
+    """
 
     def __init__(self, mode: bool, check_nan: bool = True):
         self.prev = (_state.enabled, _state.check_nan)
@@ -63,7 +72,17 @@ class set_detect_anomaly:
 
 
 class detect_anomaly:
-    """Context manager enabling anomaly detection (warns that it slows things down)."""
+    """Context manager enabling anomaly detection (warns that it slows things down).
+
+    Example:
+        >>> x = ember.tensor([0.0], requires_grad=True)
+        >>> with ember.autograd.detect_anomaly():
+        ...     try:
+        ...         (x.sqrt() * 0).sum().backward()
+        ...     except RuntimeError as e:
+        ...         print(e)
+        Function 'SqrtBackward0' returned nan values in its 0th output.
+    """
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = check_nan

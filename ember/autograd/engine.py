@@ -546,6 +546,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         retain_graph: keep saved tensors for another backward (default: ``create_graph``).
         create_graph: record the backward computation so gradients are differentiable.
         inputs: accumulate only into these tensors.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> ember.autograd.backward([(x * x).sum()])
+        >>> x.grad
+        tensor([2., 4.])
     """
     if grad_variables is not None:
         grad_tensors = grad_variables
@@ -559,6 +565,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
 
     Raises:
         RuntimeError: an input is not reached by the graph (unless ``allow_unused``).
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> ember.autograd.grad((x ** 3).sum(), x)
+        (tensor([ 3., 12.]),)
     """
     inputs = _as_tuple(inputs)
     if allow_unused is None:

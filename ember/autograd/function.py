@@ -22,7 +22,23 @@ __all__ = ["Function", "FunctionCtx", "once_differentiable", "BackwardCFunction"
 
 
 class FunctionCtx:
-    """State shared between ``forward`` and ``backward`` of a custom Function."""
+    """State shared between ``forward`` and ``backward`` of a custom Function.
+
+    Example:
+        >>> class Square(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         (x,) = ctx.saved_tensors
+        ...         return grad * 2 * x
+        >>> x = ember.tensor([3.0], requires_grad=True)
+        >>> Square.apply(x).backward()
+        >>> x.grad
+        tensor([6.])
+    """
 
     def save_for_backward(self, *tensors) -> None:
         for i, t in enumerate(tensors):
@@ -241,7 +257,22 @@ class _DelayedErrorNode(Node):
 
 
 def once_differentiable(fn):
-    """Decorate ``backward``: it runs without grad, and differentiating it again raises."""
+    """Decorate ``backward``: it runs without grad, and differentiating it again raises.
+
+    Example:
+        >>> class Double(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     @ember.autograd.function.once_differentiable
+        ...     def backward(ctx, grad):
+        ...         return grad * 2
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> Double.apply(x).sum().backward()
+        >>> x.grad
+        tensor([2., 2.])
+    """
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):

@@ -28,7 +28,14 @@ def _zeros_for_none(grads, refs):
 
 
 def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
-    """``(func(inputs), v^T J)``: the output and the vector-Jacobian product."""
+    """``(func(inputs), v^T J)``: the output and the vector-Jacobian product.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0])
+        >>> out, grad = ember.autograd.functional.vjp(lambda t: t * t, x, ember.ones(2))
+        >>> out, grad
+        (tensor([1., 4.]), tensor([2., 4.]))
+    """
     ins, single_in = _tuple(inputs)
     with enable_grad():
         ins = _prepare(ins, create_graph)
@@ -54,7 +61,13 @@ def _detach(x):
 
 
 def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
-    """``(func(inputs), J v)``: the output and the Jacobian-vector product."""
+    """``(func(inputs), J v)``: the output and the Jacobian-vector product.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0])
+        >>> ember.autograd.functional.jvp(lambda t: t * t, x, ember.tensor([1.0, 0.0]))
+        (tensor([1., 4.]), tensor([2., 0.]))
+    """
     ins, single_in = _tuple(inputs)
     v_t, _ = _tuple(v) if v is not None else (None, True)
     with enable_grad():
@@ -76,7 +89,13 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
 
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode"):
-    """The Jacobian of ``func`` at ``inputs`` (one row of vjps per output element)."""
+    """The Jacobian of ``func`` at ``inputs`` (one row of vjps per output element).
+
+    Example:
+        >>> ember.autograd.functional.jacobian(lambda t: t * t, ember.tensor([1.0, 2.0]))
+        tensor([[2., 0.],
+                [0., 4.]])
+    """
     ins, single_in = _tuple(inputs)
     with enable_grad():
         ins = _prepare(ins, create_graph)
@@ -110,7 +129,13 @@ def _detach_nested(x):
 
 def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
             vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode"):
-    """The Hessian of a scalar ``func`` at ``inputs``."""
+    """The Hessian of a scalar ``func`` at ``inputs``.
+
+    Example:
+        >>> ember.autograd.functional.hessian(lambda t: (t ** 3).sum(), ember.tensor([1.0, 2.0]))
+        tensor([[ 6.,  0.],
+                [ 0., 12.]])
+    """
     ins, single_in = _tuple(inputs)
 
     def gradient(*args):
@@ -125,7 +150,13 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
 
 
 def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
-    """``(func(inputs), v^T H)`` for a scalar ``func``."""
+    """``(func(inputs), v^T H)`` for a scalar ``func``.
+
+    Example:
+        >>> f = lambda t: (t ** 3).sum()
+        >>> ember.autograd.functional.vhp(f, ember.tensor([1.0, 2.0]), ember.ones(2))[1]
+        tensor([ 6., 12.])
+    """
     ins, single_in = _tuple(inputs)
     v_t, _ = _tuple(v)
     with enable_grad():
@@ -141,5 +172,12 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
 
 
 def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
-    """``(func(inputs), H v)``; equals ``vhp`` because the Hessian is symmetric."""
+    """``(func(inputs), H v)``; equals ``vhp`` because the Hessian is symmetric.
+
+    Example:
+        >>> f = lambda t: (t ** 3).sum()
+        >>> value, hvp = ember.autograd.functional.hvp(f, ember.tensor([1.0, 2.0]), ember.ones(2))
+        >>> value, hvp
+        (tensor(9.), tensor([ 6., 12.]))
+    """
     return vhp(func, inputs, v, create_graph, strict)

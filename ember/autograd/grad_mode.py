@@ -33,12 +33,26 @@ def grad_state() -> _GradState:
 
 
 def is_grad_enabled() -> bool:
-    """Whether autograd records operations on this thread (``torch.is_grad_enabled``)."""
+    """Whether autograd records operations on this thread (``torch.is_grad_enabled``).
+
+    Example:
+        >>> ember.is_grad_enabled()
+        True
+        >>> with ember.no_grad():
+        ...     print(ember.is_grad_enabled())
+        False
+    """
     return _grad.enabled
 
 
 def is_inference_mode_enabled() -> bool:
-    """Whether this thread is inside ``inference_mode``."""
+    """Whether this thread is inside ``inference_mode``.
+
+    Example:
+        >>> with ember.inference_mode():
+        ...     print(ember.is_inference_mode_enabled())
+        True
+    """
     return dispatcher.dispatch_state().inference
 
 
@@ -100,7 +114,16 @@ class no_grad(_DecoratorContextManager):
 
 
 class enable_grad(_DecoratorContextManager):
-    """Enable gradient recording inside the block (e.g. within ``no_grad``)."""
+    """Enable gradient recording inside the block (e.g. within ``no_grad``).
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with ember.no_grad():
+        ...     with ember.enable_grad():
+        ...         y = x * 2
+        >>> y.requires_grad
+        True
+    """
 
     def __enter__(self):
         self.prev = _grad.enabled
@@ -111,7 +134,15 @@ class enable_grad(_DecoratorContextManager):
 
 
 class set_grad_enabled(_DecoratorContextManager):
-    """Set grad mode to ``mode``: immediately as a function, or for a block as a context."""
+    """Set grad mode to ``mode``: immediately as a function, or for a block as a context.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with ember.set_grad_enabled(False):
+        ...     y = x * 2
+        >>> y.requires_grad
+        False
+    """
 
     def __init__(self, mode: bool):
         self.prev = _grad.enabled
@@ -135,6 +166,13 @@ class inference_mode(_DecoratorContextManager):
     """No autograd, no version counting: tensors made inside are inference tensors.
 
     ``inference_mode(False)`` inside an enabled block turns it off again.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with ember.inference_mode():
+        ...     y = x * 2
+        >>> y.requires_grad, y.is_inference()
+        (False, True)
     """
 
     def __init__(self, mode: bool = True):

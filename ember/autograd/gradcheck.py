@@ -21,7 +21,16 @@ __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
 
 class GradcheckError(RuntimeError):
-    """Raised by ``gradcheck`` when analytical and numerical gradients disagree."""
+    """Raised by ``gradcheck`` when analytical and numerical gradients disagree.
+
+    Example:
+        >>> x = ember.ones(2, dtype=ember.float64, requires_grad=True)
+        >>> try:
+        ...     ember.autograd.gradcheck(lambda t: t + t.detach(), (x,))  # a gradient hidden
+        ... except ember.autograd.GradcheckError:
+        ...     print("analytical and numerical gradients differ")
+        analytical and numerical gradients differ
+    """
 
 
 def _as_tuple(x):
@@ -74,6 +83,11 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     Returns:
         True when every (output, input) Jacobian pair agrees; otherwise raises
         ``GradcheckError`` (or returns False with ``raise_exception=False``).
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
+        >>> ember.autograd.gradcheck(lambda t: (t * t).sin(), (x,))
+        True
     """
     inputs = _as_tuple(inputs)
     diff = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
@@ -112,7 +126,13 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
                   rtol: float = 1e-3, gen_non_contig_grad_outputs: bool = False,
                   raise_exception: bool = True, nondet_tol: float = 0.0, **unused) -> bool:
-    """``gradcheck`` of the first derivative: checks second-order gradients."""
+    """``gradcheck`` of the first derivative: checks second-order gradients.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
+        >>> ember.autograd.gradgradcheck(lambda t: t ** 3, (x,))
+        True
+    """
     inputs = _as_tuple(inputs)
     outputs = _outputs(func, inputs)
     if grad_outputs is None:
