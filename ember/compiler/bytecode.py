@@ -190,10 +190,8 @@ _NATIVE_OPS = {
     "CHECK_EG_MATCH": "except*",
     "PREP_RERAISE_STAR": "except*",
 }
-_INTROSPECTION_NAMES = frozenset({
-    "_getframe", "currentframe", "locals", "vars", "exec", "eval", "settrace", "setprofile",
-    "_current_frames", "stack",
-})
+_INTROSPECTION_GLOBALS = frozenset({"locals", "vars", "exec", "eval"})
+_INTROSPECTION_ATTRS = frozenset({"_getframe", "currentframe", "settrace", "setprofile"})
 
 
 @dataclass
@@ -296,8 +294,9 @@ def _decode_uncached(code: types.CodeType) -> CodeInfo:
                     target=None, flags=0, line=_line(ins), positions=ins.positions, orig=ins)
         if name in _NATIVE_OPS and native_reason is None:
             native_reason = _NATIVE_OPS[name]
-        if name in ("LOAD_GLOBAL", "LOAD_ATTR", "LOAD_METHOD") and \
-                ins.argval in _INTROSPECTION_NAMES and native_reason is None:
+        if native_reason is None and (
+                (name == "LOAD_GLOBAL" and ins.argval in _INTROSPECTION_GLOBALS) or
+                (name in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _INTROSPECTION_ATTRS)):
             native_reason = f"frame introspection (`{ins.argval}`)"
         if name == "KW_NAMES":
             kw = ins.argval

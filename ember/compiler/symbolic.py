@@ -225,6 +225,7 @@ class Capture:
         self.cell_shadow: dict[int, object] = {}
         self.depth = 0
         self.L0: list = []
+        self.trace: list | None = None     # (instr, depth before, depth after, result)
 
     # -- sources and guards ----------------------------------------------------------------
     def wrap(self, value, src: str | None, module_owned: bool = False):
@@ -445,13 +446,20 @@ class Capture:
             h = concrete.HANDLERS.get(ins.op)
             if h is None:
                 raise GraphBreak(f"unsupported bytecode {ins.op}")
-        return h(self, fr, ins) if h.__module__ == __name__ else h(fr, ins)
+        if self.trace is None:
+            return h(self, fr, ins) if h.__module__ == __name__ else h(fr, ins)
+        depth = len(fr.S)
+        r = h(self, fr, ins) if h.__module__ == __name__ else h(fr, ins)
+        self.trace.append((ins, depth, len(fr.S), r))
+        return r
 
-    def _run_inlined(self, fn, args, kwargs, depth_stack):
-        """Interpret user function ``fn`` inline; returns its (shadow) return value."""
+    def _run_inlined(self, fn, args, kwargs, depth_stack, gen=None):
+        """Interpret user function ``fn`` inline; returns its (shadow) return value, or for
+        a generator expression (``gen`` a list) the list of the values it yields."""
         code = fn.__code__
         info = decode(code)
-        if info.native_only_reason:
+        if info.native_only_reason and not (gen is not None and info.native_only_reason in (
+                "generator or coroutine function", "generator")):
             raise GraphBreak(f"call to {fn.__qualname__}: {info.native_only_reason}")
         if self.depth >= _MAX_DEPTH:
             raise GraphBreak("inlining depth limit reached (recursion?)")
@@ -474,14 +482,21 @@ class Capture:
         instrs = info.instrs
         self.depth += 1
         try:
-            return self._inline_loop(fr, code, pc, instrs)
+            r = self._inline_loop(fr, code, pc, instrs, gen)
+            return gen if gen is not None else r
         finally:
             self.depth -= 1
 
-    def _inline_loop(self, fr, code, pc, instrs):
+    def _inline_loop(self, fr, code, pc, instrs, gen=None):
         while True:
             ins = instrs[pc]
             try:
+                if gen is not None and ins.op in ("RETURN_GENERATOR", "YIELD_VALUE"):
+                    if ins.op == "YIELD_VALUE":
+                        gen.append(fr.S.pop())
+                    fr.S.append(None)     # the value sent back in
+                    pc += 1
+                    continue
                 r = self._exec(fr, ins)
             except _InlineBreak as ib:
                 ib.stack.insert(0, (code, pc))
@@ -534,6 +549,9 @@ class Capture:
         if getattr(func, "_ember_allow_in_graph", False):
             return self._direct(func, args, kwargs)
         if isinstance(func, types.FunctionType):
+            if func.__code__.co_name == "<genexpr>" and func.__code__.co_flags & 0x20:
+                # a generator expression: run it to completion inline, hand out its values
+                return iter(self._run_inlined(func, args, kwargs, [], gen=[]))
             if func.__code__.co_flags & 0x2a0:
                 raise GraphBreak(f"call to generator function {func.__qualname__}",
                                  "generators run eagerly; move the loop over it outside")

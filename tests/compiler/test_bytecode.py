@@ -161,3 +161,37 @@ def test_stack_effects_equal_dis(fn, args, kwargs):
         else:
             assert after - before == _expected_effect(ins, False), (ins, before, after)
         i = j
+
+
+@pytest.mark.parametrize("fn,args,kwargs", CASES,
+                         ids=[f"{i}-{f.__name__}" for i, (f, _, _) in enumerate(CASES)])
+def test_symbolic_stack_effects_equal_dis(fn, args, kwargs):
+    """The symbolic interpreter's handlers move the stack exactly as ``dis`` says, on every
+    instruction it captures (until the frame returns or breaks)."""
+    import copy
+
+    from ember.compiler.guards import GuardBuilder
+    from ember.compiler.symbolic import Capture, Unsupported, _Restart
+
+    info = bytecode.decode(fn.__code__)
+    if info.native_only_reason:
+        return
+    L = concrete.bind_arguments(fn, copy.deepcopy(args), copy.deepcopy(kwargs))
+    cap = Capture(fn, info, L, 0, info.entry_index, GuardBuilder())
+    cap.trace = []
+    try:
+        cap.run()
+    except (Unsupported, _Restart):
+        pass
+    trace = cap.trace
+    i = 0
+    while i < len(trace):
+        ins, before, after, r = trace[i]
+        j = i + 1
+        while (j < len(trace) and trace[j][0].sub and trace[j][0].orig is ins.orig):
+            after, r = trace[j][2], trace[j][3]
+            j += 1
+        jumped = ins.op in bytecode.JUMP_OPS and ins.op != "JUMP" and isinstance(r, int) \
+            and r >= 0
+        assert after - before == _expected_effect(ins, jumped), (ins, before, after)
+        i = j
