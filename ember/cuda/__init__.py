@@ -56,12 +56,16 @@ __all__ = [
 ]
 
 
+# What a registered backend that leaves a hook out means: one device, the current one is 0.
+_DEFAULT_HOOKS = {"device_count": lambda: 1, "current_device": lambda: 0}
+
+
 def _hook(name: str):
     """The registered CUDA backend's ``extra[name]`` hook (None without a backend)."""
     backend = cuda_backend()
     if backend is None:
         return None
-    fn = backend.extra.get(name)
+    fn = backend.extra.get(name, _DEFAULT_HOOKS.get(name))
     if fn is None:
         raise NotImplementedError(f"ember.cuda.{name}: the registered 'cuda' backend does not "
                                   f"provide {name!r} in its descriptor's extra hooks")
