@@ -87,7 +87,13 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, pin_memory=None
 @factory("empty_strided(SymInt[] size, SymInt[] stride, *" + _FACTORY_KW + ") -> Tensor")
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None,
                   requires_grad=False):
-    """An uninitialised tensor with explicit strides."""
+    """An uninitialised tensor with explicit strides.
+
+    Example:
+        >>> x = ember.empty_strided((2, 3), (1, 2))
+        >>> x.shape, x.stride()
+        (ember.Size([2, 3]), (1, 2))
+    """
     return Spec(_shape_arg(size), _dtype_or_default(dtype), tuple(stride))
 
 
@@ -107,7 +113,15 @@ def zeros(*size, out=None, dtype=None, layout=None, device=None, pin_memory=None
 @factory("ones(SymInt[] size, *" + _FACTORY_KW + ", Tensor(a!)? out=None) -> Tensor")
 def ones(*size, out=None, dtype=None, layout=None, device=None, pin_memory=None,
          requires_grad=False):
-    """A tensor of ``size`` filled with 1."""
+    """A tensor of ``size`` filled with 1.
+
+    Example:
+        >>> ember.ones(2, 3)
+        tensor([[1., 1., 1.],
+                [1., 1., 1.]])
+        >>> ember.ones((2,), dtype=ember.int64)
+        tensor([1, 1])
+    """
     return Spec(_shape_arg(size), _dtype_or_default(dtype, out))
 
 
@@ -115,7 +129,15 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, pin_memory=None,
          "-> Tensor")
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=None,
          requires_grad=False):
-    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it when not given)."""
+    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it when not given).
+
+    Example:
+        >>> ember.full((2, 2), 0.5)
+        tensor([[0.5000, 0.5000],
+                [0.5000, 0.5000]])
+        >>> ember.full((3,), 7).dtype
+        ember.int64
+    """
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if dtype is None:
@@ -126,12 +148,24 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pi
 @factory("scalar_tensor(Scalar s, *" + _FACTORY_KW + ") -> Tensor")
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None,
                   requires_grad=False):
-    """A 0-d tensor holding ``s`` (default dtype unless given)."""
+    """A 0-d tensor holding ``s`` (default dtype unless given).
+
+    Example:
+        >>> ember.scalar_tensor(3)
+        tensor(3.)
+    """
     return Spec((), _dtype_or_default(dtype))
 
 
 def data_shape_dtype(data, dtype) -> tuple[tuple[int, ...], dt.DType, np.ndarray | None]:
-    """Shape, dtype and (for CPU) the NumPy array that ``tensor(data)`` should hold."""
+    """Shape, dtype and (for CPU) the NumPy array that ``tensor(data)`` should hold.
+
+    Example:
+        >>> from ember.ops.creation import data_shape_dtype
+        >>> shape, dtype, array = data_shape_dtype([[1, 2], [3, 4]], None)
+        >>> shape, dtype
+        ((2, 2), ember.int64)
+    """
     if isinstance(data, Tensor):
         return data._shape, dtype or data._dtype, None
     if isinstance(data, np.ndarray | np.generic):
@@ -262,7 +296,16 @@ def check_requires_grad(dtype: dt.DType, requires_grad: bool) -> None:
 @composite("as_tensor(Any data, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
            method=False)
 def as_tensor(data, dtype=None, device=None) -> Tensor:
-    """Share memory with ``data`` when possible (a tensor or a NumPy array), else copy."""
+    """Share memory with ``data`` when possible (a tensor or a NumPy array), else copy.
+
+    Example:
+        >>> import numpy as np
+        >>> a = np.array([1.0, 2.0])
+        >>> t = ember.as_tensor(a)
+        >>> a[0] = 5.0
+        >>> t  # shares the array's memory
+        tensor([5., 2.], dtype=ember.float64)
+    """
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device) if (dtype or device) else data
     if isinstance(data, np.ndarray) and (device is None or as_device(device).type == "cpu"):
@@ -279,6 +322,12 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     """Values ``start, start+step, ...`` below ``end`` (``arange(end)`` starts at 0).
 
     The dtype is int64 when all bounds are integers, else the default dtype.
+
+    Example:
+        >>> ember.arange(5)
+        tensor([0, 1, 2, 3, 4])
+        >>> ember.arange(1, 2.5, 0.5)
+        tensor([1.0000, 1.5000, 2.0000])
     """
     start, end, step = _arange_args(start, end, step)
     if dtype is None:
@@ -343,7 +392,13 @@ def _like_kwargs(self: Tensor, dtype, device, requires_grad, pin_memory=None) ->
            "-> Tensor", method=False)
 def empty_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
                requires_grad=False, memory_format=None) -> Tensor:
-    """An uninitialised tensor with ``input``'s shape, dtype and device (unless overridden)."""
+    """An uninitialised tensor with ``input``'s shape, dtype and device (unless overridden).
+
+    Example:
+        >>> x = ember.empty_like(ember.zeros(2, 3, dtype=ember.int32))
+        >>> x.shape, x.dtype
+        (ember.Size([2, 3]), ember.int32)
+    """
     return empty(input._shape, **_like_kwargs(input, dtype, device, requires_grad,
                                               pin_memory))
 
@@ -352,7 +407,13 @@ def empty_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
            "-> Tensor", method=False)
 def zeros_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
                requires_grad=False, memory_format=None) -> Tensor:
-    """Zeros shaped like ``input``."""
+    """Zeros shaped like ``input``.
+
+    Example:
+        >>> ember.zeros_like(ember.ones(2, 2))
+        tensor([[0., 0.],
+                [0., 0.]])
+    """
     return zeros(input._shape, **_like_kwargs(input, dtype, device, requires_grad,
                                               pin_memory))
 
@@ -361,7 +422,12 @@ def zeros_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
            "-> Tensor", method=False)
 def ones_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
               requires_grad=False, memory_format=None) -> Tensor:
-    """Ones shaped like ``input``."""
+    """Ones shaped like ``input``.
+
+    Example:
+        >>> ember.ones_like(ember.tensor([1, 2, 3]))
+        tensor([1, 1, 1])
+    """
     return ones(input._shape, **_like_kwargs(input, dtype, device, requires_grad,
                                              pin_memory))
 
@@ -370,39 +436,71 @@ def ones_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
            ", MemoryFormat? memory_format=None) -> Tensor", method=False)
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
               requires_grad=False, memory_format=None) -> Tensor:
-    """``fill_value`` shaped like ``input`` (``input``'s dtype unless given)."""
+    """``fill_value`` shaped like ``input`` (``input``'s dtype unless given).
+
+    Example:
+        >>> ember.full_like(ember.tensor([1.0, 2.0]), 0.5)
+        tensor([0.5000, 0.5000])
+    """
     return full(input._shape, fill_value, **_like_kwargs(input, dtype, device, requires_grad,
                                                          pin_memory))
 
 
 @tensor_method("new_empty")
 def new_empty(self: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uninitialised tensor of ``size`` with ``self``'s dtype and device by default."""
+    """Uninitialised tensor of ``size`` with ``self``'s dtype and device by default.
+
+    Example:
+        >>> x = ember.ones(2, dtype=ember.float64)
+        >>> y = x.new_empty(3, 4)
+        >>> y.shape, y.dtype
+        (ember.Size([3, 4]), ember.float64)
+    """
     return empty(*size, **_like_kwargs(self, dtype, device, requires_grad))
 
 
 @tensor_method("new_zeros")
 def new_zeros(self: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Zeros of ``size`` with ``self``'s dtype and device by default."""
+    """Zeros of ``size`` with ``self``'s dtype and device by default.
+
+    Example:
+        >>> ember.tensor([1, 2]).new_zeros(3)
+        tensor([0, 0, 0])
+    """
     return zeros(*size, **_like_kwargs(self, dtype, device, requires_grad))
 
 
 @tensor_method("new_ones")
 def new_ones(self: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Ones of ``size`` with ``self``'s dtype and device by default."""
+    """Ones of ``size`` with ``self``'s dtype and device by default.
+
+    Example:
+        >>> ember.tensor([1.0], dtype=ember.float64).new_ones(2)
+        tensor([1., 1.], dtype=ember.float64)
+    """
     return ones(*size, **_like_kwargs(self, dtype, device, requires_grad))
 
 
 @tensor_method("new_full")
 def new_full(self: Tensor, size, fill_value, *, dtype=None, device=None,
              requires_grad=False) -> Tensor:
-    """``fill_value`` of ``size`` with ``self``'s dtype and device by default."""
+    """``fill_value`` of ``size`` with ``self``'s dtype and device by default.
+
+    Example:
+        >>> ember.tensor([1, 2]).new_full((2,), 9)
+        tensor([9, 9])
+    """
     return full(size, fill_value, **_like_kwargs(self, dtype, device, requires_grad))
 
 
 @tensor_method("new_tensor")
 def new_tensor(self: Tensor, data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A copy of ``data`` with ``self``'s dtype and device by default."""
+    """A copy of ``data`` with ``self``'s dtype and device by default.
+
+    Example:
+        >>> ember.zeros(1, dtype=ember.float16).new_tensor([1.5, 2.0])
+        tensor([1.5000, 2.0000], dtype=ember.float16)
+    """
     return tensor(data, **_like_kwargs(self, dtype, device, requires_grad))
 
 

@@ -814,7 +814,13 @@ def div(input, other, *, rounding_mode=None, out=None):
 @operator("div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode=None) -> "
           "Tensor(a!)", (Tag.pointwise, Tag.inplace))
 def div_(self, other, *, rounding_mode=None):
-    """In-place :func:`div`."""
+    """In-place :func:`div`.
+
+    Example:
+        >>> x = ember.tensor([3.0, -3.0])
+        >>> x.div_(2, rounding_mode="floor")
+        tensor([ 1., -2.])
+    """
     shape, _, res = div_plan(self, other, rounding_mode)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)
@@ -870,7 +876,13 @@ _ROUND_ROW = U(P.DEFAULT, NUM, True, "")
 @operator("round_.decimals(Tensor(a!) self, *, int decimals=0) -> Tensor(a!)",
           (Tag.pointwise, Tag.inplace))
 def round_(self, *, decimals=0):
-    """In-place :func:`round`."""
+    """In-place :func:`round`.
+
+    Example:
+        >>> x = ember.tensor([0.25, 1.5, 2.5])
+        >>> ember.round_(x) is x, x
+        (True, tensor([0., 2., 2.]))
+    """
     shape, _, res = round_plan(self, decimals)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)
@@ -901,7 +913,13 @@ def logit(input, eps=None, *, out=None):
 @operator("logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)",
           (Tag.pointwise, Tag.inplace))
 def logit_(self, eps=None):
-    """In-place :func:`logit`."""
+    """In-place :func:`logit`.
+
+    Example:
+        >>> x = ember.tensor([0.25, 0.75])
+        >>> x.logit_()
+        tensor([-1.0986,  1.0986])
+    """
     shape, _, res = unary_plan("logit", _LOGIT_ROW, self)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)
@@ -945,7 +963,13 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
 @operator("nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, "
           "float? neginf=None) -> Tensor(a!)", (Tag.pointwise, Tag.inplace))
 def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
-    """In-place :func:`nan_to_num` (a no-op without overlap checks for non-float, as torch)."""
+    """In-place :func:`nan_to_num` (a no-op without overlap checks for non-float, as torch).
+
+    Example:
+        >>> x = ember.tensor([float("nan"), float("inf"), 1.0])
+        >>> x.nan_to_num_(nan=0.0, posinf=9.0)
+        tensor([0., 9., 1.])
+    """
     if self._dtype.is_floating_point:
         check_inplace(self, self._shape, self._dtype)
     return Spec(self._shape, self._dtype)
@@ -1081,7 +1105,13 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
 @operator("clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)",
           (Tag.pointwise, Tag.inplace))
 def clamp_(self, min=None, max=None):  # noqa: A002
-    """In-place :func:`clamp`."""
+    """In-place :func:`clamp`.
+
+    Example:
+        >>> x = ember.tensor([-2.0, 0.5, 3.0])
+        >>> ember.clamp_(x, min=-1.0, max=1.0) is x, x
+        (True, tensor([-1.0000,  0.5000,  1.0000]))
+    """
     min, max = clamp_args(min, max)
     shape, _, res = clamp_plan("clamp", self, min, max)
     check_inplace(self, shape, res)
@@ -1114,14 +1144,25 @@ def _clamp_backward(ctx, grad):
 @operator("clamp_min.Tensor(Tensor self, Tensor min, *, Tensor(a!)? out=None) -> Tensor",
           (Tag.pointwise,))
 def clamp_min(input, min, *, out=None):  # noqa: A002
-    """``clamp(input, min=min)``. Shape: the broadcast of ``input`` and ``min``."""
+    """``clamp(input, min=min)``. Shape: the broadcast of ``input`` and ``min``.
+
+    Example:
+        >>> ember.clamp_min(ember.tensor([-2.0, 0.5]), 0.0)
+        tensor([0.0000, 0.5000])
+    """
     return _spec(clamp_plan("clamp_min", input, min, None), out, clamp_out_rule(min, None))
 
 
 @operator("clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)",
           (Tag.pointwise, Tag.inplace))
 def clamp_min_(self, min):  # noqa: A002
-    """In-place :func:`clamp_min`."""
+    """In-place :func:`clamp_min`.
+
+    Example:
+        >>> x = ember.tensor([-2, 5])
+        >>> x.clamp_min_(0)
+        tensor([0, 5])
+    """
     shape, _, res = clamp_plan("clamp_min", self, min, None)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)
@@ -1135,14 +1176,25 @@ def _clamp_min_backward(ctx, grad):
 @operator("clamp_max.Tensor(Tensor self, Tensor max, *, Tensor(a!)? out=None) -> Tensor",
           (Tag.pointwise,))
 def clamp_max(input, max, *, out=None):  # noqa: A002
-    """``clamp(input, max=max)``. Shape: the broadcast of ``input`` and ``max``."""
+    """``clamp(input, max=max)``. Shape: the broadcast of ``input`` and ``max``.
+
+    Example:
+        >>> ember.clamp_max(ember.tensor([-2.0, 0.5]), 0.0)
+        tensor([-2.,  0.])
+    """
     return _spec(clamp_plan("clamp_max", input, None, max), out, clamp_out_rule(None, max))
 
 
 @operator("clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)",
           (Tag.pointwise, Tag.inplace))
 def clamp_max_(self, max):  # noqa: A002
-    """In-place :func:`clamp_max`."""
+    """In-place :func:`clamp_max`.
+
+    Example:
+        >>> x = ember.tensor([-2, 5])
+        >>> x.clamp_max_(1)
+        tensor([-2,  1])
+    """
     shape, _, res = clamp_plan("clamp_max", self, None, max)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)
@@ -1191,7 +1243,13 @@ def lerp(input, end, weight, *, out=None):
 @operator("lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)",
           (Tag.pointwise, Tag.inplace))
 def lerp_(self, end, weight):
-    """In-place :func:`lerp`."""
+    """In-place :func:`lerp`.
+
+    Example:
+        >>> x = ember.tensor([0.0, 2.0])
+        >>> x.lerp_(ember.tensor([4.0, 4.0]), 0.25)
+        tensor([1.0000, 2.5000])
+    """
     shape, _, res = lerp_plan(self, end, weight)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)

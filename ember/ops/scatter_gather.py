@@ -248,7 +248,13 @@ derivative(scatter, save=("index",))(_scatter_backward)
 @operator("scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src, *, "
           "Scalar? value=None, str? reduce=None) -> Tensor(a!)", _INPLACE)
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-    """In-place :func:`scatter`."""
+    """In-place :func:`scatter`.
+
+    Example:
+        >>> x = ember.zeros(3)
+        >>> x.scatter_(0, ember.tensor([2, 0]), ember.tensor([5.0, 6.0]))
+        tensor([6., 0., 5.])
+    """
     _scatter_rule("scatter", self, dim, index, scatter_source(src, value), reduce, True)
     return _inplace_spec(self)
 
@@ -282,7 +288,13 @@ def _scatter_add_backward(ctx, grad):
 @operator("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
           _INPLACE)
 def scatter_add_(self, dim, index, src):
-    """In-place :func:`scatter_add`."""
+    """In-place :func:`scatter_add`.
+
+    Example:
+        >>> x = ember.zeros(3)
+        >>> x.scatter_add_(0, ember.tensor([1, 1, 2]), ember.ones(3))
+        tensor([0., 2., 1.])
+    """
     _check_tensor(src, "scatter_add_", "src")
     _scatter_rule("scatter_add", self, dim, index, src, None, True)
     return _inplace_spec(self)
@@ -390,7 +402,13 @@ derivative(scatter_reduce, save=("self", "index", "src", "result"))(_scatter_red
 @operator("scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, "
           "*, bool include_self=True) -> Tensor(a!)", _INPLACE)
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
-    """In-place :func:`scatter_reduce`."""
+    """In-place :func:`scatter_reduce`.
+
+    Example:
+        >>> x = ember.tensor([1.0, 1.0])
+        >>> x.scatter_reduce_(0, ember.tensor([0, 0, 1]), ember.tensor([3.0, 5.0, 0.5]), "amax")
+        tensor([5., 1.])
+    """
     _check_tensor(src, "scatter_reduce_", "src")
     _scatter_rule("scatter_reduce", self, dim, index, src, reduce, False)
     return _inplace_spec(self)
@@ -504,7 +522,14 @@ derivative(index_add, save=("index",))(_index_add_backward)
 @operator("index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, "
           "Scalar alpha=1) -> Tensor(a!)", _INPLACE)
 def index_add_(self, dim, index, source, *, alpha=1):
-    """In-place :func:`index_add`."""
+    """In-place :func:`index_add`.
+
+    Example:
+        >>> x = ember.zeros(2, 2)
+        >>> x.index_add_(0, ember.tensor([1, 1]), ember.ones(2, 2))
+        tensor([[0., 0.],
+                [2., 2.]])
+    """
     _index_add_rule(self, dim, index, source)
     return _inplace_spec(self)
 
@@ -563,7 +588,13 @@ derivative(index_copy, save=("index",))(_index_copy_backward)
 @operator("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)",
           _INPLACE)
 def index_copy_(self, dim, index, source):
-    """In-place :func:`index_copy`."""
+    """In-place :func:`index_copy`.
+
+    Example:
+        >>> x = ember.zeros(3)
+        >>> x.index_copy_(0, ember.tensor([2, 0]), ember.tensor([5.0, 6.0]))
+        tensor([6., 0., 5.])
+    """
     _index_copy_rule(self, dim, index, source)
     return _inplace_spec(self)
 
@@ -613,7 +644,14 @@ derivative(index_fill, save=("index",))(_index_fill_backward)
 @operator("index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) "
           "-> Tensor(a!)", _INPLACE)
 def index_fill_(self, dim, index, value):
-    """In-place :func:`index_fill`."""
+    """In-place :func:`index_fill`.
+
+    Example:
+        >>> x = ember.zeros(2, 3)
+        >>> x.index_fill_(1, ember.tensor([0, 2]), -1.0)
+        tensor([[-1.,  0., -1.],
+                [-1.,  0., -1.]])
+    """
     _index_fill_rule(self, dim, index, value)
     return _inplace_spec(self)
 
@@ -791,7 +829,13 @@ derivative(index_put, save=("indices",))(_index_put_backward)
 @operator("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, "
           "bool accumulate=False) -> Tensor(a!)", _INPLACE)
 def index_put_(self, indices, values, accumulate=False):
-    """In-place :func:`index_put` (what ``self[indices] = values`` runs)."""
+    """In-place :func:`index_put` (what ``self[indices] = values`` runs).
+
+    Example:
+        >>> x = ember.zeros(3)
+        >>> x.index_put_((ember.tensor([0, 0, 2]),), ember.tensor([1.0, 2.0, 3.0]), accumulate=True)
+        tensor([3., 0., 3.])
+    """
     _index_put_rule(self, indices, values)
     return _inplace_spec(self)
 
@@ -849,7 +893,13 @@ derivative(masked_fill, save=("mask",))(_masked_fill_backward)
 @operator("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
           _INPLACE)
 def masked_fill_(self, mask, value):
-    """In-place :func:`masked_fill`; ``mask`` must broadcast to ``self``'s shape."""
+    """In-place :func:`masked_fill`; ``mask`` must broadcast to ``self``'s shape.
+
+    Example:
+        >>> x = ember.tensor([1.0, -2.0, 3.0])
+        >>> x.masked_fill_(x < 0, 0.0)
+        tensor([1., 0., 3.])
+    """
     return _inplace_broadcast(self, _masked_fill_rule(self, mask, value))
 
 
@@ -906,7 +956,13 @@ derivative(masked_scatter, save=("mask",))(_masked_scatter_backward)
 @operator("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
           _INPLACE)
 def masked_scatter_(self, mask, source):
-    """In-place :func:`masked_scatter`."""
+    """In-place :func:`masked_scatter`.
+
+    Example:
+        >>> x = ember.zeros(4)
+        >>> x.masked_scatter_(ember.tensor([True, False, True, False]), ember.tensor([1.0, 2.0]))
+        tensor([1., 0., 2., 0.])
+    """
     return _inplace_broadcast(self, _masked_scatter_rule(self, mask, source, True))
 
 
@@ -1065,7 +1121,14 @@ derivative(put, save=("index",))(_put_backward)
 @operator("put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate=False) "
           "-> Tensor(a!)", _INPLACE)
 def put_(self, index, source, accumulate=False):
-    """In-place :func:`put`."""
+    """In-place :func:`put`.
+
+    Example:
+        >>> x = ember.zeros(2, 2)
+        >>> x.put_(ember.tensor([3, 0]), ember.tensor([1.0, 2.0]))
+        tensor([[2., 0.],
+                [0., 1.]])
+    """
     _put_rule(self, index, source)
     return _inplace_spec(self)
 
