@@ -209,6 +209,10 @@ class CodeInfo:
     native_only_reason: str | None
     unsupported: list[str] = field(default_factory=list)
     _live: list[frozenset[int]] | None = None
+    # argument count of a call that binds positionally with no work (-1: never), and the
+    # NULLs that fill the remaining slots
+    simple_argcount: int = -1
+    pad: tuple = ()
 
     @property
     def nlocals_plus(self) -> int:
@@ -410,12 +414,22 @@ def _decode_uncached(code: types.CodeType) -> CodeInfo:
         entry += 1
     loops = [(ins.target, ins.index) for ins in instrs
              if ins.op == "JUMP" and ins.target is not None and ins.target <= ins.index]
+    simple = -1
+    if not (code.co_flags & 0x0C or code.co_kwonlyargcount or code.co_cellvars
+            or code.co_freevars):
+        simple = code.co_argcount
     if unsupported and native_reason is None:
         native_reason = "unsupported opcode " + ", ".join(unsupported)
     return CodeInfo(code=code, instrs=instrs, offset_to_index=offset_to_index,
                     exc_entries=exc_entries, slot_names=slot_names, slot_kinds=slot_kinds,
                     entry_index=entry, loops=loops, native_only_reason=native_reason,
-                    unsupported=unsupported)
+                    unsupported=unsupported, simple_argcount=simple,
+                    pad=(None,) * 0 if simple < 0 else _pad(len(slot_names) - simple))
+
+
+def _pad(n: int) -> tuple:
+    from ember.compiler.concrete import NULL
+    return (NULL,) * n
 
 
 def _line(ins: dis.Instruction) -> int | None:

@@ -72,9 +72,12 @@ def run_frame(ctx: CompileContext, fn, args, kwargs=None):
             return fn(*args, **kwargs)
         if events.logs.enabled("bytecode"):
             events.record_bytecode(cc.where, "\n".join(map(repr, info.instrs)))
-    L = concrete.bind_arguments(fn, args, kwargs)
-    G = fn.__globals__
     n = info.nlocals_plus
+    if not kwargs and len(args) == info.simple_argcount:
+        L = [*args, *info.pad]          # plain positional call of a closure-free function
+    else:
+        L = concrete.bind_arguments(fn, args, kwargs)
+    G = fn.__globals__
     pc = info.entry_index
     while True:
         entry = cc.lookup(pc, L, G)

@@ -642,3 +642,134 @@ def test_exception_from_callee_propagates():
 
 def test_version_info_recorded():
     assert sys.version_info[:2] >= (3, 11)
+
+
+# ---- side effects, module state, logging ----------------------------------------------------
+
+class _CountingModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.last = None
+
+    def forward(self, x):
+        y = self.lin(x)
+        self.last = y
+        return y * 2
+
+
+def test_module_attribute_write_is_replayed():
+    m = _CountingModule().eval()
+    x = _x(2, 3)
+    with ember.no_grad():
+        r = ember.compile(m, backend="eager")(x)
+        _close(r, m.lin(x) * 2)
+        _close(m.last, m.lin(x))
+
+
+def test_train_eval_switch_reguards():
+    m = _MLP()
+    x = _x(2, 4)
+    cnt = CompileCounter()
+    cm = ember.compile(m, backend=cnt)
+    with ember.no_grad():
+        m.eval()
+        cm(x)
+        m.train()
+        _close(cm(x), m(x))
+        m.eval()
+        cm(x)
+    assert cnt.frame_count == 2
+
+
+_TOTAL = 0
+_STATE = {"n": 0}
+
+
+def _global_writer(x):
+    global _TOTAL
+    _TOTAL = _TOTAL + 1
+    _STATE["n"] += 1
+    d = {"a": x}
+    d["b"] = x * 2
+    return d
+
+
+def test_global_and_dict_side_effects():
+    global _TOTAL
+    _TOTAL = 0
+    _STATE["n"] = 0
+    cf = ember.compile(_global_writer, backend="eager")
+    x = _x(3)
+    for _ in range(3):
+        d = cf(x)
+    assert _TOTAL == 3 and _STATE["n"] == 3
+    assert sorted(d) == ["a", "b"] and d["a"] is x
+    _close(d["b"], x * 2)
+
+
+def test_closure_write_across_break(capsys):
+    hits = []
+    total = 0
+
+    def f(x):
+        nonlocal total
+        total += 1
+        print("between")
+        total += 10
+        hits.append(total)
+        return x + total
+
+    cf = ember.compile(f, backend="eager")
+    x = _x(3)
+    _close(cf(x), x + 11)
+    _close(cf(x), x + 22)
+    assert hits == [11, 22] and total == 22
+
+
+def test_native_frames_are_logged(capsys):
+    from ember.compiler import set_logs
+
+    def f(x):
+        for i in range(2):
+            print(i)
+            x = x + i
+        return x
+
+    set_logs(graph_breaks=True)
+    try:
+        ember.compile(f, backend="eager")(_x(3))
+    finally:
+        set_logs()
+    err = capsys.readouterr().err
+    assert "runs natively" in err and "loop" in err
+
+
+def test_try_finally_with_break_inside():
+    def k(x, cfg):
+        y = x * cfg["scale"]
+        try:
+            print("in try")
+            y = y + 1
+        finally:
+            y = y * 2
+        return y
+
+    ck = ember.compile(k)
+    x = _x(2, 3)
+    for s in (3.0, 4.0):
+        _close(ck(x, {"scale": s}), k(x, {"scale": s}))
+    out = explain(k)(x, {"scale": 3.0})
+    assert (out.graph_count, out.graph_break_count) == (2, 1)
+
+
+def test_numpy_backend_inplace_bumps_version():
+    def h(x):
+        x.add_(1)
+        return x * 2
+
+    a, b = ember.zeros(3), ember.zeros(3)
+    v = a._version
+    _close(ember.compile(h)(a), h(b))
+    _close(a, b)
+    assert a._version == v + 1
