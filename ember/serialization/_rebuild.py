@@ -27,7 +27,7 @@ from ember.serialization._common import (
     unknown_dtype,
     user_allowed_globals,
 )
-from ember.serialization._torch_modules import allowlisted_equivalent
+from ember.serialization._torch_modules import allowlisted_equivalent, ember_name
 from ember.tensor import Size, Tensor, make_tensor
 from ember.tensor.parameter import Parameter
 
@@ -338,15 +338,15 @@ def resolve_global(module: str, name: str):
 def _refusal(module: str, name: str) -> str:
     """Why a weights-only load refused GLOBAL ``module.name``, and the way out."""
     full = f"{module}.{name}"
-    if module.startswith("torch.nn.modules."):
+    if module.startswith(("torch.nn.", "torch._C._nn")):
         # NOTE [Torch modules in whole-model pickles] in _torch_modules.py
+        ours = ember_name(module, name)
         return (f"Unsupported global: GLOBAL {full} was not an allowed global by default. It "
-                f"is torch's class, read by ember as ember.nn.{name}: if you trust this "
-                f"checkpoint, allowlist it with `ember.serialization.add_safe_globals("
-                f"[ember.nn.{name}])` or the `ember.serialization.safe_globals([ember.nn.{name}])` "
-                "context manager, together with your own module classes. (Or load with "
-                "weights_only=False, which runs arbitrary code: only for checkpoints from a "
-                "source you trust.)")
+                f"is torch's, read by ember as {ours}: if you trust this checkpoint, allowlist "
+                f"it with `ember.serialization.add_safe_globals([{ours}])` or the "
+                f"`ember.serialization.safe_globals([{ours}])` context manager, together with "
+                "your own module classes. (Or load with weights_only=False, which runs "
+                "arbitrary code: only for checkpoints from a source you trust.)")
     return (f"Unsupported global: GLOBAL {full} was not an allowed global by default. Please "
             f"use `ember.serialization.add_safe_globals([{name}])` or the "
             f"`ember.serialization.safe_globals([{name}])` context manager to allowlist this "

@@ -41,7 +41,8 @@ import importlib
 
 from ember.serialization._common import UnpicklingError
 
-__all__ = ["candidates", "find_equivalent", "allowlisted_equivalent", "no_equivalent"]
+__all__ = ["candidates", "find_equivalent", "allowlisted_equivalent", "no_equivalent",
+           "ember_name"]
 
 # torch.nn.modules classes that ember keeps in another file and does not export from ember.nn
 _RELOCATED = {"NonDynamicallyQuantizableLinear": "ember.nn.modules.transformer"}
@@ -93,12 +94,21 @@ def allowlisted_equivalent(module: str, name: str, allowed: dict):
     for key, obj in allowed.items():
         if key in wanted:
             return obj
-    if module.startswith("torch.nn.modules."):
-        for obj in allowed.values():
-            if getattr(obj, "__name__", None) == name and \
-                    str(getattr(obj, "__module__", "")).startswith("ember.nn"):
-                return obj
+    # ember may define it in a private file (ember.nn.functional._core.relu): match the name
+    family = ember_name(module, name).rsplit(".", 1)[0]
+    for obj in allowed.values():
+        if getattr(obj, "__name__", None) == name and \
+                str(getattr(obj, "__module__", "")).startswith(family):
+            return obj
     return None
+
+
+def ember_name(module: str, name: str) -> str:
+    """How to name ember's equivalent of torch's ``module.name`` to a user."""
+    if module.startswith("torch.nn.modules."):
+        return f"{_RELOCATED.get(name, 'ember.nn')}.{name}"
+    pairs = candidates(module, name)
+    return f"{pairs[0][0]}.{name}" if pairs else f"{module}.{name}"
 
 
 def no_equivalent(module: str, name: str) -> UnpicklingError:

@@ -264,6 +264,30 @@ def test_torch_whole_model_weights_only_needs_ember_classes_allowlisted():
     assert type(loaded) is ember.nn.Sequential and type(loaded[0]) is ember.nn.Linear
 
 
+def test_torch_transformer_layer_weights_only_names_each_ember_object_to_allow():
+    layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True).eval()
+    data = _saved(layer, torch.save)
+    allowed = [ember.nn.TransformerEncoderLayer, ember.nn.MultiheadAttention, ember.nn.Linear,
+               ember.nn.LayerNorm, ember.nn.Dropout]
+    refused = []
+    while True:
+        try:
+            with es.safe_globals(allowed):
+                loaded = es.load(io.BytesIO(data))
+            break
+        except pickle.UnpicklingError as e:
+            name = str(e).split("safe_globals([", 1)[1].split("])", 1)[0]
+            refused.append(name)
+            obj = ember
+            for part in name.split(".")[1:]:
+                obj = getattr(obj, part)
+            allowed.append(obj)
+    assert refused == ["ember.nn.modules.transformer.NonDynamicallyQuantizableLinear",
+                       "ember.nn.functional.relu"]
+    x = torch.randn(2, 3, 4)
+    _close(loaded.eval()(ember.from_numpy(x.numpy().copy())), layer(x))
+
+
 def test_unsafe_load_of_an_unmapped_torch_global_names_it_and_the_way_out():
     data = _saved(TorchGlobal("torch.nn.modules.linear", "NoSuchLayer"))
     with pytest.raises(pickle.UnpicklingError) as info:
