@@ -303,8 +303,9 @@ class Operator:
         if kernel is None or kernel is FALLTHROUGH:
             return None
         device = _devices.Device(backend.name)
-        return Kernel(_devices.guarded(device, kernel.fn), kernel.with_keyset,
-                      f"{kernel.source} on {backend.name}")
+        fn = _devices.guarded(device, kernel.fn) if self.name in _CROSS_DEVICE_OPS else \
+            _borrowed(device, kernel.fn)
+        return Kernel(fn, kernel.with_keyset, f"{kernel.source} on {backend.name}")
 
     def _has_backend_kernel(self) -> bool:
         if _kernels_loaded & _REGISTERED_BACKENDS != _REGISTERED_BACKENDS:
@@ -431,6 +432,32 @@ def _key_backend(backend) -> None:
 
 
 _devices.on_register(_key_backend)
+
+
+# Operators whose tensors may live on different devices (torch allows these too).
+_CROSS_DEVICE_OPS = frozenset({"copy_", "_to_copy", "to", "index", "index_put", "index_put_",
+                               "_index_put_impl_"})
+
+
+def _check_same_device(device, args, kwargs) -> None:
+    T = _Tensor
+    for a in (*args, *kwargs.values()):
+        for t in a if a.__class__ is list or a.__class__ is tuple else (a,):
+            if isinstance(t, T) and t._device is not device and \
+                    (t._shape or t._device.type != "cpu"):
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found "
+                                   f"at least two devices, {device} and {t._device}!")
+
+
+def _borrowed(device, fn: Callable) -> Callable:
+    """Another backend's kernel run for ``device``: same-device check, then under its guard."""
+    run = _devices.guarded(device, fn)
+
+    def call(*args, **kwargs):
+        _check_same_device(device, args, kwargs)
+        return run(*args, **kwargs)
+
+    return call
 
 
 def _load_kernels(key: DispatchKey) -> None:

@@ -36,7 +36,8 @@ from ember.core.device import CPU, META, Device
 
 __all__ = ["DeviceBackend", "register_backend", "get_backend", "registered_backends",
            "kernel_modules", "rename_privateuse1_backend", "privateuse1_name",
-           "allocation_device", "device_guard", "numpy_as_array", "on_register"]
+           "allocation_device", "device_guard", "numpy_as_array", "on_register", "guard_state",
+           "guarded"]
 
 
 def numpy_as_array(buf, shape: tuple, npdtype, byte_offset: int, byte_strides) -> np.ndarray:
@@ -196,6 +197,7 @@ class _Guard(threading.local):
 
 
 _guard = _Guard()
+guard_state = _guard  # read directly on the hot path (``empty_tensor``)
 
 
 def allocation_device() -> Device:

@@ -4,8 +4,9 @@ NOTE [Storage owns bytes, not elements]
 A Storage is untyped: tensors interpret its bytes through (dtype, shape, stride, offset). Its
 bytes are a block of the device's caching allocator (``_block``), given back when the Storage
 dies (``__del__``: reference counting returns memory at once; cycles on garbage collection).
-On ``cpu`` the bytes are also a NumPy array over the block (``_buf``); a fresh tensor's storage
-holds that array typed and shaped as the tensor that asked for it, which saves a
+On a device with data the bytes are also an array of the device's array module over the block
+(``_buf``: NumPy on ``cpu``; NOTE [Backend descriptors] in ``devices.py``); a fresh tensor's
+storage holds that array typed and shaped as the tensor that asked for it, which saves a
 reinterpretation on the hot path, and ``data`` gives the flat ``uint8`` view whenever bytes are
 wanted. On ``meta`` the block has an address and a size but no bytes. The data pointer never
 changes; for allocator blocks it is the block's address, computed arithmetically from its
@@ -27,10 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.core.device import CPU, META, Device
+from ember.core.device import CPU, Device
 from ember.memory.allocator import CPU_ALLOCATOR, allocator_for
+from ember.memory.devices import get_backend
 
-__all__ = ["Storage", "UntypedStorage", "new_cpu_array", "export_array"]
+__all__ = ["Storage", "UntypedStorage", "new_cpu_array", "new_array", "export_array"]
 
 _new = object.__new__
 _EMPTY = np.empty(0, np.uint8)
@@ -56,13 +58,14 @@ class Storage:
         self._bytes = None
         alloc = self._alloc = allocator_for(device)
         self._ptr = 0
-        self._buf = None if device is META else _EMPTY
+        xp = np if device is CPU else get_backend(device.type).array_module  # None: no data
+        self._buf = None if xp is None else _EMPTY if xp is np else xp.empty(0, np.uint8)
         if not nbytes:
             return
         block = alloc.malloc(nbytes)
         if block is None:  # re-entered from a finalizer: memory outside the cache
-            if device is not META:
-                self._buf = np.empty(nbytes, np.uint8)
+            if xp is not None:
+                self._buf = xp.empty(nbytes, np.uint8)
                 self._ptr = None
             return
         self._block = block
@@ -161,6 +164,23 @@ def new_cpu_array(nbytes: int, shape: tuple, npdtype) -> tuple[Storage, np.ndarr
             return st, arr
     arr = st._buf = np.empty(shape, npdtype)
     st._ptr = None
+    return st, arr
+
+
+def new_array(nbytes: int, shape: tuple, npdtype, device: Device = CPU):
+    """A fresh Storage of ``nbytes`` on ``device`` and the typed array ``shape`` over it.
+
+    The array comes from the device's backend (``as_array``); ``cpu`` takes the hot path.
+    """
+    if device is CPU:
+        return new_cpu_array(nbytes, shape, npdtype)
+    st = Storage(nbytes, device)
+    npdtype = np.dtype(npdtype)
+    strides, step = [], npdtype.itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    arr = get_backend(device.type).as_array(st._buf, shape, npdtype, 0, tuple(reversed(strides)))
     return st, arr
 
 

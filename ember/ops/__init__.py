@@ -29,6 +29,8 @@ FAMILIES = (
     "reduction",
     "scatter_gather",
     "shape",
+    "special",
+    "tensor_api",
     "views",
 )
 

@@ -22,6 +22,7 @@ from ember.core.device import CPU, META, Device
 from ember.core.layout import contiguous_strides, is_contiguous, numel, storage_extent
 from ember.dispatch import dispatcher as _dispatcher
 from ember.dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, INFERENCE_TENSOR_KEYS, TENSOR_KEYS
+from ember.memory.devices import get_backend, guard_state
 from ember.memory.storage import Storage, export_array, new_cpu_array
 
 __all__ = ["Tensor", "Size", "VersionCounter", "make_tensor", "empty_tensor", "make_view",
@@ -59,20 +60,6 @@ class VersionCounter:
     def __init__(self, value: int = 0, keys: int = 0):
         self.value = value
         self.keys = keys
-
-
-_NO_ACCELERATOR = "Cannot access accelerator device when none is available."
-
-
-def _accelerator():
-    """The registered accelerator backend descriptor (``cuda``, then ``mps``), or None.
-
-    NOTE [Device namespaces without a device] in ``ember.backends.cuda``.
-    """
-    from ember.memory import devices
-
-    found = {b.name: b for b in devices.registered_backends()}
-    return found.get("cuda") or found.get("mps")
 
 
 class Tensor:
@@ -178,8 +165,6 @@ class Tensor:
         if device is None:
             target = Device("cuda")
         elif isinstance(device, int):
-            if _accelerator() is None:  # torch selects the device first, and fails there
-                raise RuntimeError(_NO_ACCELERATOR)
             target = Device("cuda", device)
         else:
             target = Device(device)
@@ -192,22 +177,14 @@ class Tensor:
     def pin_memory(self, device=None) -> Tensor:
         """A copy in page-locked host memory for fast copies to an accelerator.
 
-        The accelerator's backend descriptor pins (its ``extra["pin_memory"]`` hook; a backend
-        without one gives a plain contiguous copy). Without an accelerator backend this raises
-        torch's ``RuntimeError``.
+        Needs an accelerator backend; without one this raises torch's ``RuntimeError``.
         """
-        backend = _accelerator()
-        if backend is None:
-            raise RuntimeError(_NO_ACCELERATOR)
-        hook = backend.extra.get("pin_memory")
-        return hook(self) if hook is not None else self.clone()
+        raise RuntimeError("Cannot access accelerator device when none is available.")
 
     def is_pinned(self, device=None) -> bool:
-        """Whether this tensor lives in page-locked host memory (the accelerator backend's
-        ``extra["is_pinned"]`` hook says; False without one)."""
-        backend = _accelerator()
-        hook = None if backend is None else backend.extra.get("is_pinned")
-        return bool(hook(self)) if hook is not None else False
+        """Whether this tensor lives in page-locked host memory (never, without an
+        accelerator backend)."""
+        return False
 
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
@@ -430,6 +407,7 @@ def _wrap(dim: int, ndim: int) -> int:
 
 _dispatcher.set_tensor_type(Tensor)
 _new = object.__new__
+_guard = guard_state
 
 
 def make_tensor(storage: Storage, shape: tuple, stride: tuple, offset: int, dtype: dt.DType,
@@ -465,9 +443,15 @@ def make_tensor(storage: Storage, shape: tuple, stride: tuple, offset: int, dtyp
     return t
 
 
-def empty_tensor(shape: tuple, dtype: dt.DType, device: Device = CPU,
+def empty_tensor(shape: tuple, dtype: dt.DType, device: Device | None = None,
                  stride: tuple | None = None) -> Tensor:
-    """A new tensor with fresh storage (contiguous unless ``stride`` is given)."""
+    """A new tensor with fresh storage (contiguous unless ``stride`` is given).
+
+    ``device`` None means the allocation device: ``cpu``, or the device whose borrowed kernel
+    is running (NOTE [Kernels are found by the registry] in ember/memory/devices.py).
+    """
+    if device is None:
+        device = _guard.device
     if stride is None:
         if device is CPU:
             # Hot path: a block from the caching allocator, typed as the tensor's own array.
@@ -494,23 +478,36 @@ def make_view(src: Tensor, shape: tuple, stride: tuple, offset: int,
 
 
 def numpy_view(t: Tensor) -> np.ndarray:
-    """The NumPy array over ``t``'s memory (cached on the tensor; kernels use this)."""
+    """The array over ``t``'s memory (cached on the tensor; kernels use this).
+
+    A NumPy array on ``cpu``; on another device, an array of its backend's array module
+    (``DeviceBackend.as_array``; NOTE [Backend descriptors] in ember/memory/devices.py).
+    """
     arr = t._arr
     if arr is None:
-        if t._device is META:
+        dev = t._device
+        if dev is META:
             raise RuntimeError("Tensor on the meta device has no data; this operation needs data")
         item = t._dtype.itemsize
         shape, stride = t._shape, t._stride
         if 0 in shape:  # no elements
-            arr = np.empty(shape, t._dtype.np)
+            arr = np.empty(shape, t._dtype.np) if dev is CPU else \
+                get_backend(dev.type).array_module.empty(shape, t._dtype.np)
         else:
             n = len(stride)  # byte strides; the common ranks without a comprehension frame
             strides = (stride[0] * item, stride[1] * item) if n == 2 else \
                 (stride[0] * item,) if n == 1 else [s * item for s in stride]
-            arr = np.ndarray(shape, t._dtype.np, buffer=t._storage._buf,
-                             offset=t._offset * item, strides=strides)
+            if dev is CPU:
+                arr = np.ndarray(shape, t._dtype.np, buffer=t._storage._buf,
+                                 offset=t._offset * item, strides=strides)
+            else:
+                arr = get_backend(dev.type).as_array(t._storage._buf, shape, t._dtype.np,
+                                                     t._offset * item, tuple(strides))
         t._arr = arr
     return arr
+
+
+array_view = numpy_view  # the device-neutral name
 
 
 def user_array(t: Tensor) -> np.ndarray:

@@ -11,14 +11,25 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtype as dt
+from ember.core.device import CPU
 from ember.core.layout import contiguous_strides, storage_extent
-from ember.memory.storage import Storage, new_cpu_array
+from ember.memory.devices import get_backend, guard_state
+from ember.memory.storage import Storage, new_array
 from ember.tensor import Tensor, empty_tensor, numpy_view
 
 __all__ = ["arr", "new_output", "resize_out", "write_result", "np_scalar_or_array",
-           "compute_dtype", "run_ufunc", "operand", "ignore_fp_errors", "workspace"]
+           "compute_dtype", "run_ufunc", "operand", "ignore_fp_errors", "workspace",
+           "array_module"]
 
 arr = numpy_view
+
+
+def array_module(t: Tensor | None = None):
+    """The array module kernels compute with for ``t`` (or the allocation device): ``numpy``
+    on ``cpu``, the device backend's otherwise (NOTE [Kernels and array modules] in
+    ``ember/backends/cpu/__init__.py``)."""
+    device = guard_state.device if t is None else t._device
+    return np if device is CPU else get_backend(device.type).array_module
 
 
 def np_scalar_or_array(x):
@@ -70,12 +81,13 @@ def workspace(shape: tuple, npdtype: np.dtype) -> tuple[Storage, np.ndarray]:
     n = npdtype.itemsize
     for d in shape:
         n *= d
-    return new_cpu_array(n, shape, npdtype)
+    return new_array(n, shape, npdtype, guard_state.device)
 
 
 def write_result(result, out: Tensor) -> Tensor:
-    """Copy a NumPy result into ``out``'s memory (casting as needed) and return ``out``."""
-    np.copyto(numpy_view(out), result, casting="unsafe")
+    """Copy an array result into ``out``'s memory (casting as needed) and return ``out``."""
+    dst = numpy_view(out)
+    (np if out._device is CPU else array_module(out)).copyto(dst, result, casting="unsafe")
     return out
 
 
