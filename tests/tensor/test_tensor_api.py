@@ -1,0 +1,128 @@
+"""Tensor API behaviour the op table cannot express, against torch: storage writes, sharing,
+autograd of in-place views, refusals of resize_/set_/type, sgn's zero gradient."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ember
+
+
+def test_type_names_match_torch_for_every_dtype():
+    for name in ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32",
+                 "int64", "uint8", "bool"):
+        e = ember.zeros(2, dtype=getattr(ember, name))
+        t = torch.zeros(2, dtype=getattr(torch, name))
+        assert e.type() == t.type()
+    assert ember.zeros(2, device="meta").type() == torch.zeros(2, device="meta").type()
+
+
+def test_type_same_dtype_returns_self_and_cuda_name_refused():
+    x = ember.zeros(2)
+    assert x.type(ember.float32) is x and x.type("torch.FloatTensor") is x
+    with pytest.raises(RuntimeError, match="CUDA"):
+        x.type("torch.cuda.FloatTensor")
+    with pytest.raises(RuntimeError):
+        torch.zeros(2).type("torch.cuda.FloatTensor")
+
+
+def test_storage_writes_show_in_the_tensor_and_views():
+    x = ember.arange(6.0)
+    v = x[2:].view(2, 2)
+    s = v.storage()
+    assert s.data_ptr() == x.data_ptr() and len(s) == 6 and s.dtype is ember.float32
+    s[3] = 42.0
+    assert x[3].item() == 42.0 and v[0, 1].item() == 42.0
+    s.fill_(1.0)
+    assert x.tolist() == [1.0] * 6
+    assert s.type() == torch.arange(6.0).storage().type()
+    with pytest.raises(IndexError):
+        s[6]
+
+
+def test_share_memory_marks_the_storage_for_every_view():
+    x = ember.zeros(4)
+    v = x[1:]
+    assert not x.is_shared() and not v.is_shared()
+    assert x.share_memory_() is x
+    assert x.is_shared() and v.is_shared() and v.storage().is_shared()
+    t = torch.zeros(4)
+    assert not t.is_shared() and t.share_memory_().is_shared()
+
+
+@pytest.mark.parametrize("op,args", [("squeeze_", ()), ("unsqueeze_", (0,)), ("t_", ()),
+                                     ("transpose_", (0, 1)), ("swapdims_", (1, 0))])
+def test_inplace_view_refuses_a_leaf_and_records_on_a_result(op, args):
+    for lib in (ember, torch):
+        x = lib.ones(3, 1, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf Variable"):
+            getattr(x, op)(*args)
+        with lib.no_grad():
+            getattr(lib.ones(3, 1, requires_grad=True), op)(*args)  # allowed without grad
+    e_x = ember.tensor([[1.0], [2.0], [3.0]], requires_grad=True)
+    t_x = torch.tensor([[1.0], [2.0], [3.0]], requires_grad=True)
+    e_y, t_y = e_x * 2, t_x * 2
+    v0 = e_y._version
+    getattr(e_y, op)(*args)
+    getattr(t_y, op)(*args)
+    assert tuple(e_y.shape) == tuple(t_y.shape) and e_y._version == v0 + 1
+    g = torch.randn(t_y.shape)
+    (e_y * ember.tensor(g.numpy())).sum().backward()
+    (t_y * g).sum().backward()
+    assert e_x.grad.reshape(-1).tolist() == pytest.approx(t_x.grad.reshape(-1).tolist())
+
+
+def test_resize_refusals_and_growth():
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+            lib.zeros(3, requires_grad=True).resize_(2)
+    x = ember.arange(4.0)
+    v0 = x._version
+    x.resize_(3, 3)
+    assert x.shape == (3, 3) and x.stride() == (3, 1) and x._version == v0 + 1
+    assert x.reshape(-1)[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert ember.zeros(5).resize_as_(ember.zeros(2, 2)).shape == (2, 2)
+
+
+def test_set_from_storage_typed_and_untyped():
+    base = ember.arange(6.0)
+    for src in (base.untyped_storage(), base.storage()):
+        x = ember.zeros(1)
+        x.set_(src, 2, (2, 2), (1, 2))
+        assert x.tolist() == [[2.0, 4.0], [3.0, 5.0]]
+        assert x.data_ptr() == base.data_ptr() + 8
+    x = ember.zeros(1)
+    assert x.set_(base.storage()).tolist() == base.tolist()
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        ember.zeros(1).set_(base.untyped_storage(), 4, (3,))
+    assert ember.zeros(3).set_().shape == (0,)
+    assert ember.is_storage(base.storage()) and not ember.is_storage(base)
+
+
+def test_sgn_has_zero_gradient_like_torch():
+    x = ember.tensor([-2.0, 0.0, 3.0], requires_grad=True)
+    ember.sgn(x).sum().backward()
+    t = torch.tensor([-2.0, 0.0, 3.0], requires_grad=True)
+    torch.sgn(t).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0] and t.grad._is_zerotensor()
+
+
+def test_heaviside_backward_refuses_like_torch():
+    for lib in (ember, torch):
+        x = lib.tensor([1.0, 0.0], requires_grad=True)
+        out = lib.heaviside(x, lib.tensor([0.5, 0.5]))
+        assert out.requires_grad
+        with pytest.raises(RuntimeError, match="heaviside"):
+            out.sum().backward()
+
+
+def test_i0_double_backward_matches_torch():
+    e = ember.tensor([0.3, -1.2, 2.5], dtype=ember.float64, requires_grad=True)
+    t = torch.tensor([0.3, -1.2, 2.5], dtype=torch.float64, requires_grad=True)
+    (eg,) = ember.autograd.grad(ember.i0(e).sum(), e, create_graph=True)
+    (tg,) = torch.autograd.grad(torch.i0(t).sum(), t, create_graph=True)
+    (egg,) = ember.autograd.grad(eg.sum(), e)
+    (tgg,) = torch.autograd.grad(tg.sum(), t)
+    assert eg.tolist() == pytest.approx(tg.tolist(), rel=1e-12)
+    assert egg.tolist() == pytest.approx(tgg.tolist(), rel=1e-12)
