@@ -161,15 +161,34 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
 
 def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
              align_corners: bool | None = None) -> Tensor:
-    """Deprecated alias of :func:`interpolate` (``torch.nn.functional.upsample``)."""
+    """Deprecated alias of :func:`interpolate` (``torch.nn.functional.upsample``).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.upsample(ember.tensor([[[1.0, 2.0]]]), scale_factor=2)
+        tensor([[[1., 1., 2., 2.]]])
+    """
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
-    """Nearest upsampling (deprecated in torch; :func:`interpolate` with ``'nearest'``)."""
+    """Nearest upsampling (deprecated in torch; :func:`interpolate` with ``'nearest'``).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.upsample_nearest(ember.tensor([[[[1.0, 2.0]]]]), scale_factor=2)
+        tensor([[[[1., 1., 2., 2.],
+                  [1., 1., 2., 2.]]]])
+    """
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
-    """Bilinear upsampling with ``align_corners=True`` (deprecated in torch)."""
+    """Bilinear upsampling with ``align_corners=True`` (deprecated in torch).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.upsample_bilinear(ember.tensor([[[[0.0, 1.0]]]]), size=(1, 3))
+        tensor([[[[0.0000, 0.5000, 1.0000]]]])
+    """
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

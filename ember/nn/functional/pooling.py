@@ -34,7 +34,13 @@ def _stride(stride):
 
 def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode: bool = False, return_indices: bool = True):
-    """1-d max pooling returning ``(values, indices)``; see :func:`max_pool1d`."""
+    """1-d max pooling returning ``(values, indices)``; see :func:`max_pool1d`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.max_pool1d_with_indices(ember.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+        (tensor([[[3., 2.]]]), tensor([[[1, 2]]]))
+    """
     return _ops.max_pool1d_with_indices(input, kernel_size, _stride(stride), padding, dilation,
                                         ceil_mode)
 
@@ -61,7 +67,15 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
 def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode: bool = False, return_indices: bool = True):
-    """2-d max pooling returning ``(values, indices)``; see :func:`max_pool2d`."""
+    """2-d max pooling returning ``(values, indices)``; see :func:`max_pool2d`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.arange(16.0).reshape(1, 1, 4, 4)
+        >>> values, indices = F.max_pool2d_with_indices(x, 2)
+        >>> values.flatten().tolist(), indices.flatten().tolist()
+        ([5.0, 7.0, 13.0, 15.0], [5, 7, 13, 15])
+    """
     return _ops.max_pool2d_with_indices(input, kernel_size, _stride(stride), padding, dilation,
                                         ceil_mode)
 
@@ -85,7 +99,15 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
 def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode: bool = False, return_indices: bool = True):
-    """3-d max pooling returning ``(values, indices)``; see :func:`max_pool3d`."""
+    """3-d max pooling returning ``(values, indices)``; see :func:`max_pool3d`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.arange(8.0).reshape(1, 1, 2, 2, 2)
+        >>> values, indices = F.max_pool3d_with_indices(x, 2)
+        >>> values.flatten().tolist(), indices.flatten().tolist()
+        ([7.0], [7])
+    """
     return _ops.max_pool3d_with_indices(input, kernel_size, _stride(stride), padding, dilation,
                                         ceil_mode)
 
@@ -158,7 +180,13 @@ def _with_default(output_size, input: Tensor):
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
-    """1-d adaptive average pooling to ``output_size`` (``torch.nn.functional``)."""
+    """1-d adaptive average pooling to ``output_size`` (``torch.nn.functional``).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.adaptive_avg_pool1d(ember.tensor([[[1.0, 2.0, 3.0, 5.0]]]), 2)
+        tensor([[[1.5000, 4.0000]]])
+    """
     return _ops.adaptive_avg_pool1d(input, output_size)
 
 
@@ -187,18 +215,38 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
 
 
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices: bool = True):
-    """1-d adaptive max pooling returning ``(values, indices)``."""
+    """1-d adaptive max pooling returning ``(values, indices)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.adaptive_max_pool1d_with_indices(ember.tensor([[[1.0, 4.0, 3.0, 2.0]]]), 2)
+        (tensor([[[4., 3.]]]), tensor([[[1, 2]]]))
+    """
     return _ops.adaptive_max_pool1d(input, output_size)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
-    """1-d adaptive max pooling (``torch.nn.functional.adaptive_max_pool1d``)."""
+    """1-d adaptive max pooling (``torch.nn.functional.adaptive_max_pool1d``).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> F.adaptive_max_pool1d(ember.tensor([[[1.0, 4.0, 3.0, 2.0]]]), 1)
+        tensor([[[4.]]])
+    """
     out = _ops.adaptive_max_pool1d(input, output_size)
     return out if return_indices else out[0]
 
 
 def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = True):
-    """2-d adaptive max pooling returning ``(values, indices)``."""
+    """2-d adaptive max pooling returning ``(values, indices)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.arange(16.0).reshape(1, 4, 4)
+        >>> values, indices = F.adaptive_max_pool2d_with_indices(x, 1)
+        >>> values.flatten().tolist(), indices.flatten().tolist()
+        ([15.0], [15])
+    """
     return _ops.adaptive_max_pool2d(input, _with_default(output_size, input))
 
 
@@ -216,7 +264,15 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
 
 
 def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices: bool = True):
-    """3-d adaptive max pooling returning ``(values, indices)``."""
+    """3-d adaptive max pooling returning ``(values, indices)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.arange(8.0).reshape(1, 2, 2, 2)
+        >>> values, indices = F.adaptive_max_pool3d_with_indices(x, (1, 1, 2))
+        >>> values.flatten().tolist(), indices.flatten().tolist()
+        ([6.0, 7.0], [6, 7])
+    """
     return _ops.adaptive_max_pool3d(input, _with_default(output_size, input))
 
 
@@ -407,7 +463,15 @@ def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=N
                                        output_ratio=None, return_indices: bool = False,
                                        _random_samples: Tensor | None = None):
     """2-d fractional max pooling returning ``(values, indices)``; see
-    :func:`fractional_max_pool2d`."""
+    :func:`fractional_max_pool2d`.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.arange(25.0).reshape(1, 1, 5, 5)
+        >>> values, indices = F.fractional_max_pool2d_with_indices(x, 2, output_size=2)
+        >>> values.shape, ember.equal(values, x.flatten()[indices])  # indices into each plane
+        (ember.Size([1, 1, 2, 2]), True)
+    """
     return _fractional(2, input, kernel_size, output_size, output_ratio, _random_samples)
 
 
@@ -435,7 +499,15 @@ def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_r
 def fractional_max_pool3d_with_indices(input: Tensor, kernel_size, output_size=None,
                                        output_ratio=None, return_indices: bool = False,
                                        _random_samples: Tensor | None = None):
-    """3-d fractional max pooling returning ``(values, indices)``."""
+    """3-d fractional max pooling returning ``(values, indices)``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> x = ember.rand(1, 1, 5, 5, 5)
+        >>> values, indices = F.fractional_max_pool3d_with_indices(x, 2, output_ratio=0.5)
+        >>> values.shape, indices.dtype
+        (ember.Size([1, 1, 2, 2, 2]), ember.int64)
+    """
     return _fractional(3, input, kernel_size, output_size, output_ratio, _random_samples)
 
 
