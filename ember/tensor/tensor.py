@@ -62,6 +62,20 @@ class VersionCounter:
         self.keys = keys
 
 
+_NO_ACCELERATOR = "Cannot access accelerator device when none is available."
+
+
+def _accelerator():
+    """The registered accelerator backend descriptor (``cuda``, then ``mps``), or None.
+
+    NOTE [Device namespaces without a device] in ``ember.backends.cuda``.
+    """
+    from ember.memory import devices
+
+    found = {b.name: b for b in devices.registered_backends()}
+    return found.get("cuda") or found.get("mps")
+
+
 class Tensor:
     """An n-dimensional array over shared storage, with PyTorch's API.
 
@@ -165,6 +179,8 @@ class Tensor:
         if device is None:
             target = Device("cuda")
         elif isinstance(device, int):
+            if _accelerator() is None:  # torch selects the device first, and fails there
+                raise RuntimeError(_NO_ACCELERATOR)
             target = Device("cuda", device)
         else:
             target = Device(device)
@@ -177,14 +193,22 @@ class Tensor:
     def pin_memory(self, device=None) -> Tensor:
         """A copy in page-locked host memory for fast copies to an accelerator.
 
-        Needs an accelerator backend; without one this raises torch's ``RuntimeError``.
+        The accelerator's backend descriptor pins (its ``extra["pin_memory"]`` hook; a backend
+        without one gives a plain contiguous copy). Without an accelerator backend this raises
+        torch's ``RuntimeError``.
         """
-        raise RuntimeError("Cannot access accelerator device when none is available.")
+        backend = _accelerator()
+        if backend is None:
+            raise RuntimeError(_NO_ACCELERATOR)
+        hook = backend.extra.get("pin_memory")
+        return hook(self) if hook is not None else self.clone()
 
     def is_pinned(self, device=None) -> bool:
-        """Whether this tensor lives in page-locked host memory (never, without an
-        accelerator backend)."""
-        return False
+        """Whether this tensor lives in page-locked host memory (the accelerator backend's
+        ``extra["is_pinned"]`` hook says; False without one)."""
+        backend = _accelerator()
+        hook = None if backend is None else backend.extra.get("is_pinned")
+        return bool(hook(self)) if hook is not None else False
 
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
