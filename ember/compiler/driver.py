@@ -22,6 +22,7 @@ callee is compiled as its own frame.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import types
@@ -243,7 +244,9 @@ def _build_segment(ctx, cc, cap: Capture, res, info: CodeInfo, pc: int, t0: floa
     if rb.outputs or graph.op_count():
         compiled = compile_graph(graph, [real for _s, real in inputs], ctx.backend)
         env["__graph"] = compiled
-        body.append(f"O = __graph({', '.join(src for src, _r in inputs)})")
+        lines, names = _hoist([src for src, _r in inputs])
+        body += lines
+        body.append(f"O = __graph({', '.join(names)})")
     body += rb.pre + rb.effects + tail
     name = f"__segment_{info.code.co_name}_{pc}"
     src = f"def {name}(L, G):\n" + "".join(f"    {line}\n" for line in body)
@@ -257,6 +260,35 @@ def _build_segment(ctx, cc, cap: Capture, res, info: CodeInfo, pc: int, t0: floa
         events.logs.log("guards", f"guards of {where}:\n{guards.source}")
     return CacheEntry(guards, fn, {"source": src, "graph": graph, "kind": res.kind,
                                    "break": res.break_info})
+
+
+_STEP = re.compile(r"\.[A-Za-z_]\w*|\[(?:'[^']*'|-?\d+)\]")
+_BASE = re.compile(r"^(L\[\d+\]|G\['[^']*'\])")
+
+
+def _hoist(exprs: list[str]) -> tuple[list[str], list[str]]:
+    """Statements computing ``exprs`` with shared prefixes evaluated once
+    (``L[0].blocks[0].attn`` is read once for all its parameters)."""
+    lines: list[str] = []
+    known: dict[str, str] = {}
+    out = []
+    for e in exprs:
+        m = _BASE.match(e)
+        steps = _STEP.findall(e[m.end():]) if m else []
+        if not m or "".join(steps) != e[m.end():] or len(steps) < 2:
+            out.append(e)
+            continue
+        cur = m.group(1)
+        name = cur
+        for st in steps[:-1]:
+            cur += st
+            hit = known.get(cur)
+            if hit is None:
+                hit = known[cur] = f"h{len(known)}"
+                lines.append(f"{hit} = {name}{st}")
+            name = hit
+        out.append(name + steps[-1])
+    return lines, out
 
 
 def _user_traceback(e: BaseException, info: CodeInfo, pc: int):

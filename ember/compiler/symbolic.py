@@ -828,7 +828,34 @@ def _get_iter(cap: Capture, fr: Frame, ins):
     v = fr.S[-1]
     if not _iterable_ok(cap, v):
         raise GraphBreak(f"iteration over {type(v).__name__} cannot be unrolled")
+    src = cap.source(v)
+    if src is not None and _is_indexed_module_container(v):
+        # ModuleList / Sequential: the children keep sources (guards, lifted parameters)
+        fr.S[-1] = iter([cap.wrap(m, item_source(src, i)) for i, m in enumerate(v)])
+        return
     fr.S[-1] = iter(v)
+
+
+def _is_indexed_module_container(v) -> bool:
+    from ember.nn.modules.container import ModuleList, Sequential
+    return type(v).__iter__ in (ModuleList.__iter__, Sequential.__iter__)
+
+
+@_s("BINARY_SUBSCR")
+def _binary_subscr(cap: Capture, fr: Frame, ins):
+    S = fr.S
+    key = S[-1]
+    obj = S[-2]
+    src = cap.source(obj)
+    if (src is not None and type(key) in (int, str) and id(obj) not in cap.real_of
+            and not isinstance(obj, Tensor) and not isinstance(obj, (list, tuple, dict))):
+        v = obj[key]
+        S.pop()
+        S[-1] = cap.wrap(v, item_source(src, key))
+        return
+    if isinstance(obj, dict) and isinstance(key, Tensor):
+        raise GraphBreak("dynamic dict key (a tensor used as a dict key)")
+    return concrete.HANDLERS["BINARY_SUBSCR"](fr, ins)
 
 
 @_s("BEFORE_WITH")
