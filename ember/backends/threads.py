@@ -49,7 +49,12 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
-    """Threads NumPy's BLAS uses (``torch.get_num_threads``); 1 when no BLAS pool is found."""
+    """Threads NumPy's BLAS uses (``torch.get_num_threads``); 1 when no BLAS pool is found.
+
+    Example:
+        >>> ember.get_num_threads() >= 1
+        True
+    """
     pools = [p for p in _blas_pools() if p.get("user_api") == "blas"]
     numpy_pools = [p for p in pools if "numpy" in p.get("filepath", "")]
     chosen = (numpy_pools or pools)
@@ -61,6 +66,13 @@ def set_num_interop_threads(n: int) -> None:
 
     Raises:
         RuntimeError: ``n`` is not a positive int, or it was already set (torch's message).
+
+    Example:
+        >>> try:
+        ...     ember.set_num_interop_threads(0)
+        ... except RuntimeError as e:
+        ...     print(e)
+        set_num_interop_threads expects a positive integer
     """
     _check("set_num_interop_threads", n)
     if _interop[0] is not None:
@@ -70,5 +82,10 @@ def set_num_interop_threads(n: int) -> None:
 
 
 def get_num_interop_threads() -> int:
-    """The inter-op pool size (default: the intra-op thread count)."""
+    """The inter-op pool size (default: the intra-op thread count).
+
+    Example:
+        >>> ember.get_num_interop_threads() >= 1
+        True
+    """
     return _interop[0] if _interop[0] is not None else get_num_threads()

@@ -25,7 +25,14 @@ BOOL, INTEGRAL, FLOATING = 0, 1, 2
 
 @dataclass(frozen=True, eq=False, repr=False)
 class DType:
-    """An element type. Instances are singletons, compared by identity."""
+    """An element type. Instances are singletons, compared by identity.
+
+    Example:
+        >>> ember.float32.itemsize, ember.float32.is_floating_point, ember.int64.is_signed
+        (4, True, True)
+        >>> ember.float32 is ember.float
+        True
+    """
 
     name: str
     itemsize: int
@@ -113,12 +120,24 @@ _PROMOTE = {(a, b): _promote(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
 
 
 def promote_types(type1: DType, type2: DType) -> DType:
-    """The smallest dtype both ``type1`` and ``type2`` convert to (``torch.promote_types``)."""
+    """The smallest dtype both ``type1`` and ``type2`` convert to (``torch.promote_types``).
+
+    Example:
+        >>> ember.promote_types(ember.int32, ember.float16)
+        ember.float16
+        >>> ember.promote_types(ember.uint8, ember.int8)
+        ember.int16
+    """
     return _PROMOTE[type1, type2]
 
 
 def can_cast(from_: DType, to: DType) -> bool:
-    """Whether a cast is allowed under PyTorch's casting rules (no category downgrade)."""
+    """Whether a cast is allowed under PyTorch's casting rules (no category downgrade).
+
+    Example:
+        >>> ember.can_cast(ember.int64, ember.float32), ember.can_cast(ember.float32, ember.int64)
+        (True, False)
+    """
     return from_.category <= to.category
 
 
@@ -126,12 +145,24 @@ _default_dtype = float32
 
 
 def get_default_dtype() -> DType:
-    """The dtype of floating tensors created from Python floats (``torch.get_default_dtype``)."""
+    """The dtype of floating tensors created from Python floats (``torch.get_default_dtype``).
+
+    Example:
+        >>> ember.get_default_dtype()
+        ember.float32
+    """
     return _default_dtype
 
 
 def set_default_dtype(d: DType) -> None:
-    """Set the default floating dtype; only float32/float64/float16/bfloat16 are allowed."""
+    """Set the default floating dtype; only float32/float64/float16/bfloat16 are allowed.
+
+    Example:
+        >>> ember.set_default_dtype(ember.float64)
+        >>> ember.tensor([1.5]).dtype
+        ember.float64
+        >>> ember.set_default_dtype(ember.float32)
+    """
     global _default_dtype
     if not isinstance(d, DType) or not d.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type; got {d}")
@@ -181,7 +212,14 @@ def result_type_of(dim_dtypes, zero_dim_dtypes, scalar_dtypes) -> DType:
 
 
 class finfo:
-    """Machine limits of a floating dtype (``torch.finfo``): bits, eps, max, min, tiny."""
+    """Machine limits of a floating dtype (``torch.finfo``): bits, eps, max, min, tiny.
+
+    Example:
+        >>> ember.finfo(ember.float16).max, ember.finfo(ember.float32).eps
+        (65504.0, 1.1920928955078125e-07)
+        >>> ember.finfo(ember.bfloat16).bits
+        16
+    """
 
     def __init__(self, type: DType | None = None):
         type = type or _default_dtype
@@ -204,7 +242,12 @@ class finfo:
 
 
 class iinfo:
-    """Machine limits of an integral dtype (``torch.iinfo``): bits, min, max."""
+    """Machine limits of an integral dtype (``torch.iinfo``): bits, min, max.
+
+    Example:
+        >>> ember.iinfo(ember.int8).min, ember.iinfo(ember.uint8).max
+        (-128, 255)
+    """
 
     def __init__(self, type: DType):
         if type.category != INTEGRAL:

@@ -22,6 +22,12 @@ def result_type(*args) -> dt.DType:
 
     Dimensioned tensors outrank 0-d tensors, which outrank Python scalars; a lower-ranked
     operand only matters when it is of a higher category (bool < int < float), as in torch.
+
+    Example:
+        >>> ember.result_type(ember.tensor([1, 2]), 1.5)
+        ember.float32
+        >>> ember.result_type(ember.tensor([1.0], dtype=ember.float16), ember.tensor(1.0))
+        ember.float16
     """
     if len(args) == 2:
         a, b = args

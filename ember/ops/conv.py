@@ -645,7 +645,13 @@ _pad_op = pad
 
 
 def constant_pad_nd(input: Tensor, pad, value=0) -> Tensor:
-    """Constant padding of the last ``len(pad) // 2`` dims (``torch.constant_pad_nd``)."""
+    """Constant padding of the last ``len(pad) // 2`` dims (``torch.constant_pad_nd``).
+
+    Example:
+        >>> ember.constant_pad_nd(ember.tensor([[1, 2]]), [1, 0, 0, 1], value=9)
+        tensor([[9, 1, 2],
+                [9, 9, 9]])
+    """
     return _pad_op(input, list(pad), "constant", value)
 
 

@@ -222,12 +222,22 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input: Tensor) -> Tensor:
-    """Scaled ELU with torch's constants (alpha 1.6733, scale 1.0507)."""
+    """Scaled ELU with torch's constants (alpha 1.6733, scale 1.0507).
+
+    Example:
+        >>> ember.selu(ember.tensor([-1.0, 2.0]))
+        tensor([-1.1113,  2.1014])
+    """
     return elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
 def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Example:
+        >>> ember.celu(ember.tensor([-1.0, 2.0]), alpha=2.0)
+        tensor([-0.7869,  2.0000])
+    """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return elu(input, alpha, 1.0, 1.0 / alpha)
@@ -396,6 +406,12 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     (biased variance, ``rstd = 1 / sqrt(var + eps)``). ``mean`` and ``rstd`` have ``input``'s
     shape with those dims set to 1 and never require grad; autograd saves only ``input``,
     ``mean`` and ``rstd``.
+
+    Example:
+        >>> x = ember.tensor([[1.0, 3.0]])
+        >>> out, mean, rstd = ember.native_layer_norm(x, [2], None, None, 0.0)
+        >>> out, mean, rstd
+        (tensor([[-1.,  1.]]), tensor([[2.]]), tensor([[1.]]))
     """
     _require_tensor("native_layer_norm", input)
     shape = _layer_norm_shape(input, normalized_shape)

@@ -194,7 +194,14 @@ def trapezoid(y: Tensor, x: Tensor | None = None, *, dx=None, dim: int = -1) -> 
 @composite("trapz.x(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1) -> Tensor",
            method=False)
 def trapz(y: Tensor, x: Tensor | None = None, *, dx=None, dim: int = -1) -> Tensor:
-    """Alias of :func:`trapezoid` (torch.trapz)."""
+    """Alias of :func:`trapezoid` (torch.trapz).
+
+    Example:
+        >>> ember.trapz(ember.tensor([1.0, 2.0, 3.0]))
+        tensor(4.)
+        >>> ember.trapz(ember.tensor([1.0, 2.0, 3.0]), dx=0.5)
+        tensor(2.)
+    """
     return _trapezoid("trapezoid", y, x, dx, dim)
 
 
@@ -870,25 +877,49 @@ def _assign(self: Tensor, fn, *args, kernel: str | None = None) -> Tensor:
 
 @composite("sinc_(Tensor(a!) self) -> Tensor(a!)")
 def sinc_(input: Tensor) -> Tensor:
-    """In-place :func:`sinc` (``Tensor.sinc_``); integer tensors cannot hold the result."""
+    """In-place :func:`sinc` (``Tensor.sinc_``); integer tensors cannot hold the result.
+
+    Example:
+        >>> x = ember.tensor([0.0, 0.5])
+        >>> ember.sinc_(x) is x, x
+        (True, tensor([1.0000, 0.6366]))
+    """
     return _assign(input, sinc)
 
 
 @composite("ldexp_(Tensor(a!) self, Tensor other) -> Tensor(a!)")
 def ldexp_(input: Tensor, other: Tensor) -> Tensor:
-    """In-place :func:`ldexp` (``Tensor.ldexp_``)."""
+    """In-place :func:`ldexp` (``Tensor.ldexp_``).
+
+    Example:
+        >>> x = ember.tensor([1.0, 3.0])
+        >>> x.ldexp_(ember.tensor([2, -1]))
+        tensor([4.0000, 1.5000])
+    """
     return _assign(input, ldexp, other, kernel="ldexp")
 
 
 @composite("gcd_(Tensor(a!) self, Tensor other) -> Tensor(a!)")
 def gcd_(input: Tensor, other: Tensor) -> Tensor:
-    """In-place :func:`gcd` (``Tensor.gcd_``)."""
+    """In-place :func:`gcd` (``Tensor.gcd_``).
+
+    Example:
+        >>> x = ember.tensor([12, 9])
+        >>> x.gcd_(ember.tensor([8, 6]))
+        tensor([4, 3])
+    """
     return _assign(input, gcd, other)
 
 
 @composite("lcm_(Tensor(a!) self, Tensor other) -> Tensor(a!)")
 def lcm_(input: Tensor, other: Tensor) -> Tensor:
-    """In-place :func:`lcm` (``Tensor.lcm_``)."""
+    """In-place :func:`lcm` (``Tensor.lcm_``).
+
+    Example:
+        >>> x = ember.tensor([4, 3])
+        >>> x.lcm_(ember.tensor([6, 5]))
+        tensor([12, 15])
+    """
     return _assign(input, lcm, other)
 
 

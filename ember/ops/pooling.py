@@ -240,13 +240,24 @@ def max_pool1d_with_indices(input: Tensor, kernel_size, stride=(), padding=0, di
 
 def max_pool1d(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
                ceil_mode: bool = False) -> Tensor:
-    """1-d max pooling (``torch.max_pool1d``); see :func:`max_pool1d_with_indices`."""
+    """1-d max pooling (``torch.max_pool1d``); see :func:`max_pool1d_with_indices`.
+
+    Example:
+        >>> ember.max_pool1d(ember.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+        tensor([[3., 2.]])
+    """
     return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
                ceil_mode: bool = False) -> Tensor:
-    """2-d max pooling (``torch.max_pool2d``); see :func:`max_pool2d_with_indices`."""
+    """2-d max pooling (``torch.max_pool2d``); see :func:`max_pool2d_with_indices`.
+
+    Example:
+        >>> ember.max_pool2d(ember.arange(16.0).reshape(1, 4, 4), 2)
+        tensor([[[ 5.,  7.],
+                 [13., 15.]]])
+    """
     return max_pool2d_with_indices(input, kernel_size, stride if stride is not None else (),
                                    padding, dilation, ceil_mode)[0]
 

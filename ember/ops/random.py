@@ -282,7 +282,13 @@ def _like(input: Tensor, dtype, device, requires_grad, generator) -> dict:
            ", MemoryFormat? memory_format=None) -> Tensor", method=False, tags=_R)
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
               pin_memory=None, requires_grad=False, memory_format=None) -> Tensor:
-    """Uniform [0, 1) samples shaped like ``input`` (its dtype and device unless given)."""
+    """Uniform [0, 1) samples shaped like ``input`` (its dtype and device unless given).
+
+    Example:
+        >>> x = ember.rand_like(ember.zeros(2, 3, dtype=ember.float64))
+        >>> x.shape, x.dtype, bool(((x >= 0) & (x < 1)).all())
+        (ember.Size([2, 3]), ember.float64, True)
+    """
     return rand(input._shape, **_like(input, dtype, device, requires_grad, generator))
 
 
@@ -290,7 +296,13 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
            ", MemoryFormat? memory_format=None) -> Tensor", method=False, tags=_R)
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
                pin_memory=None, requires_grad=False, memory_format=None) -> Tensor:
-    """Standard normal samples shaped like ``input``."""
+    """Standard normal samples shaped like ``input``.
+
+    Example:
+        >>> x = ember.randn_like(ember.zeros(2, 3))
+        >>> x.shape, x.dtype
+        (ember.Size([2, 3]), ember.float32)
+    """
     return randn(input._shape, **_like(input, dtype, device, requires_grad, generator))
 
 
@@ -299,7 +311,13 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
 def randint_like(input, low=None, high=None, *, generator=None, dtype=None, layout=None,
                  device=None, pin_memory=None, requires_grad=False,
                  memory_format=None) -> Tensor:
-    """Integers in ``[low, high)`` shaped like ``input`` (``randint_like(input, high)`` too)."""
+    """Integers in ``[low, high)`` shaped like ``input`` (``randint_like(input, high)`` too).
+
+    Example:
+        >>> x = ember.randint_like(ember.zeros(4, dtype=ember.int32), 5, 10)
+        >>> x.dtype, bool(((x >= 5) & (x < 10)).all())
+        (ember.int32, True)
+    """
     if high is None:
         low, high = 0, low
     return randint(0 if low is None else low, high, input._shape,

@@ -92,7 +92,13 @@ def _share_memory_(self: Tensor) -> Tensor:
 
 
 def is_storage(obj) -> bool:
-    """Whether ``obj`` is a storage (typed or untyped), as ``torch.is_storage``."""
+    """Whether ``obj`` is a storage (typed or untyped), as ``torch.is_storage``.
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> ember.is_storage(x.untyped_storage()), ember.is_storage(x)
+        (True, False)
+    """
     return isinstance(obj, TypedStorage | Storage)
 
 
@@ -274,18 +280,33 @@ def _require(name: str, x, arg: str = "input", pos: int = 1) -> None:
 
 
 def numel(input: Tensor) -> int:
-    """Number of elements of ``input`` (``torch.numel``)."""
+    """Number of elements of ``input`` (``torch.numel``).
+
+    Example:
+        >>> ember.numel(ember.zeros(2, 3, 4))
+        24
+    """
     _require("numel", input)
     return input.numel()
 
 
 def is_tensor(obj) -> bool:
-    """Whether ``obj`` is an ember Tensor (``torch.is_tensor``)."""
+    """Whether ``obj`` is an ember Tensor (``torch.is_tensor``).
+
+    Example:
+        >>> ember.is_tensor(ember.ones(1)), ember.is_tensor([1.0])
+        (True, False)
+    """
     return isinstance(obj, Tensor)
 
 
 def is_floating_point(input: Tensor) -> bool:
-    """Whether ``input``'s dtype is a floating type (``torch.is_floating_point``)."""
+    """Whether ``input``'s dtype is a floating type (``torch.is_floating_point``).
+
+    Example:
+        >>> ember.is_floating_point(ember.ones(1)), ember.is_floating_point(ember.tensor([1]))
+        (True, False)
+    """
     _require("is_floating_point", input)
     return input._dtype.is_floating_point
 
@@ -296,6 +317,10 @@ def is_nonzero(input: Tensor) -> bool:
 
     Raises:
         RuntimeError: ``input`` has no element or more than one.
+
+    Example:
+        >>> ember.is_nonzero(ember.tensor([0.5])), ember.is_nonzero(ember.tensor(0))
+        (True, False)
     """
     _require("is_nonzero", input)
     n = input.numel()
@@ -308,7 +333,12 @@ def is_nonzero(input: Tensor) -> bool:
 
 @tensor_method("is_same_size")
 def is_same_size(input: Tensor, other: Tensor) -> bool:
-    """Whether both tensors have the same shape."""
+    """Whether both tensors have the same shape.
+
+    Example:
+        >>> ember.ones(2, 3).is_same_size(ember.zeros(2, 3))
+        True
+    """
     _require("is_same_size", input)
     _require("is_same_size", other, "other", 2)
     return input._shape == other._shape

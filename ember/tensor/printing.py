@@ -55,6 +55,14 @@ def set_printoptions(precision: int | None = None, threshold: float | None = Non
         linewidth: characters per line before wrapping (default 80).
         profile: ``"default"``, ``"short"`` or ``"full"``; applied before the other arguments.
         sci_mode: force scientific notation on (True) or off (False); None chooses per tensor.
+
+    Example:
+        >>> ember.set_printoptions(precision=2)
+        >>> ember.tensor([1.0, 2.0 / 3.0])
+        tensor([1.00, 0.67])
+        >>> ember.set_printoptions(profile="default")
+        >>> ember.tensor([1.0, 2.0 / 3.0])
+        tensor([1.0000, 0.6667])
     """
     if profile is not None:
         if profile not in _PROFILES:
@@ -70,7 +78,12 @@ def set_printoptions(precision: int | None = None, threshold: float | None = Non
 
 
 def get_printoptions() -> dict:
-    """The current print options as a dict (``torch._tensor_str.get_printoptions``)."""
+    """The current print options as a dict (``torch._tensor_str.get_printoptions``).
+
+    Example:
+        >>> ember.get_printoptions()["precision"]
+        4
+    """
     return dict(vars(_OPTS))
 
 

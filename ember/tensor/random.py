@@ -506,33 +506,76 @@ default_generator = Generator()
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator (``torch.manual_seed``); returns it."""
+    """Seed the default generator (``torch.manual_seed``); returns it.
+
+    Example:
+        >>> _ = ember.manual_seed(0)
+        >>> a = ember.rand(3)
+        >>> _ = ember.manual_seed(0)
+        >>> ember.equal(a, ember.rand(3))
+        True
+    """
     return default_generator.manual_seed(seed)
 
 
 def seed() -> int:
-    """Seed the default generator non-deterministically; returns the seed."""
+    """Seed the default generator non-deterministically; returns the seed.
+
+    Example:
+        >>> s = ember.seed()
+        >>> s == ember.initial_seed()
+        True
+    """
     return default_generator.seed()
 
 
 def initial_seed() -> int:
-    """The default generator's initial seed."""
+    """The default generator's initial seed.
+
+    Example:
+        >>> _ = ember.manual_seed(7)
+        >>> ember.initial_seed()
+        7
+    """
     return default_generator.initial_seed()
 
 
 def get_rng_state():
-    """The default generator's state as a uint8 tensor (``torch.get_rng_state``)."""
+    """The default generator's state as a uint8 tensor (``torch.get_rng_state``).
+
+    Example:
+        >>> state = ember.get_rng_state()
+        >>> a = ember.randn(2)
+        >>> ember.set_rng_state(state)
+        >>> ember.equal(a, ember.randn(2))
+        True
+    """
     return default_generator.get_state()
 
 
 def set_rng_state(new_state) -> None:
-    """Restore the default generator's state (``torch.set_rng_state``)."""
+    """Restore the default generator's state (``torch.set_rng_state``).
+
+    Example:
+        >>> state = ember.get_rng_state()
+        >>> a = ember.rand(2)
+        >>> ember.set_rng_state(state)
+        >>> ember.equal(a, ember.rand(2))
+        True
+    """
     default_generator.set_state(new_state)
 
 
 @contextlib.contextmanager
 def fork_rng(enabled: bool = True):
-    """Run a block and restore the default generator's state afterwards (``fork_rng``)."""
+    """Run a block and restore the default generator's state afterwards (``fork_rng``).
+
+    Example:
+        >>> with ember.random.fork_rng():
+        ...     a = ember.rand(2)
+        >>> ember.equal(a, ember.rand(2))  # the draws inside did not advance the generator
+        True
+    """
     if not enabled:
         yield
         return
