@@ -1,4 +1,4 @@
-"""DESIGN.md section 1: each layer of ember imports only from layers below it.
+"""docs/architecture.md section 1: each layer of ember imports only from layers below it.
 
 An ``ast`` walk over every module under ``ember/`` (imports at module level and inside
 functions alike), so the check needs no import of ember. The same rule is declared as an
@@ -71,7 +71,7 @@ def violations_in(path: Path, root: Path = ROOT) -> list[str]:
         return []
     rel = path.relative_to(root).as_posix()
     if own not in LAYERS:
-        return [f"{rel}:1 is in package ember.{own}, which no layer of DESIGN.md section 1 "
+        return [f"{rel}:1 is in package ember.{own}, which no layer of docs/architecture.md §1 "
                 f"names (add it to the layers)"]
     layer = LAYERS[own]
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -107,7 +107,7 @@ def _sources() -> list[Path]:
 
 def test_every_layer_imports_only_from_below():
     found = [v for path in _sources() for v in violations_in(path)]
-    assert not found, "layering violations (DESIGN.md section 1):\n" + "\n".join(found)
+    assert not found, "layering violations (docs/architecture.md section 1):\n" + "\n".join(found)
 
 
 def test_namespace_modules_are_exempt_but_not_importable_from_layers(tmp_path):

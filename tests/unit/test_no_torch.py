@@ -1,4 +1,5 @@
-"""ember never imports torch: only tests, benchmarks and interop tests may (DESIGN.md §1)."""
+"""ember never imports torch: only tests, benchmarks and interop tests may (docs/architecture.md
+section 1)."""
 
 from __future__ import annotations
 
