@@ -39,6 +39,7 @@ import types
 from ember.compiler import concrete
 from ember.compiler.bytecode import METHOD, PY, SLOT_CELL, SLOT_FREE, CodeInfo, decode
 from ember.compiler.concrete import NULL, Frame, push_method_pair
+from ember.compiler.config import config
 from ember.compiler.graph import Graph
 from ember.compiler.meta import MetaUnsupported, to_meta
 from ember.compiler.sources import attr_source, global_source, item_source
@@ -50,8 +51,6 @@ __all__ = ["GraphBreak", "Unsupported", "Capture", "CaptureResult", "BreakInfo"]
 
 _CONST_TYPES = (type(None), bool, int, float, str, bytes, complex, type(Ellipsis),
                 type(NotImplemented))
-_MAX_INSTRUCTIONS = 200_000
-_MAX_DEPTH = 32
 
 
 class GraphBreak(Exception):
@@ -254,7 +253,7 @@ class Capture:
             sh = self.shadow_of.get(id(value))
             if sh is not None:
                 return sh
-            if t is dict and not all(type(k) in (str, int) for k in value):
+            if t is dict and not all(_const_key(k) for k in value):
                 self._guard("type", src, value)
                 self.source_of[id(value)] = (value, src)
                 return value
@@ -439,7 +438,7 @@ class Capture:
 
     def _exec(self, fr: Frame, ins):
         self.count += 1
-        if self.count > _MAX_INSTRUCTIONS:
+        if self.count > config.instruction_budget:
             raise GraphBreak("too many instructions to capture (loop too long to unroll)")
         h = _SYM_HANDLERS.get(ins.op)
         if h is None:
@@ -461,7 +460,7 @@ class Capture:
         if info.native_only_reason and not (gen is not None and info.native_only_reason in (
                 "generator or coroutine function", "generator")):
             raise GraphBreak(f"call to {fn.__qualname__}: {info.native_only_reason}")
-        if self.depth >= _MAX_DEPTH:
+        if self.depth >= config.inline_depth:
             raise GraphBreak("inlining depth limit reached (recursion?)")
         L = concrete.bind_arguments(fn, args, kwargs)
         # shadow real closure cells of pre-existing functions
@@ -689,6 +688,15 @@ class Capture:
         self.attr_writes.append((obj, name, value))
 
 
+def _const_key(k) -> bool:
+    t = type(k)
+    if t is tuple:
+        return all(_const_key(x) for x in k)
+    if t is float:
+        return k == k and k not in (float("inf"), float("-inf"))
+    return t in (str, int, bool, bytes, type(None))
+
+
 def _global_hooks() -> bool:
     from ember.nn.modules import module as m
     return bool(m._global_forward_hooks or m._global_forward_pre_hooks)
@@ -847,8 +855,8 @@ def _binary_subscr(cap: Capture, fr: Frame, ins):
     key = S[-1]
     obj = S[-2]
     src = cap.source(obj)
-    if (src is not None and type(key) in (int, str) and id(obj) not in cap.real_of
-            and not isinstance(obj, Tensor) and not isinstance(obj, (list, tuple, dict))):
+    if (src is not None and _const_key(key) and id(obj) not in cap.real_of
+            and not isinstance(obj, Tensor)):
         v = obj[key]
         S.pop()
         S[-1] = cap.wrap(v, item_source(src, key))

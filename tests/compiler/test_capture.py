@@ -773,3 +773,27 @@ def test_numpy_backend_inplace_bumps_version():
     _close(ember.compile(h)(a), h(b))
     _close(a, b)
     assert a._version == v + 1
+
+
+def test_container_inputs_are_guarded_not_baked():
+    def f(x, d, ws):
+        return x * d[("a", 1)] + ws[1]
+
+    cf = ember.compile(f, backend="eager")
+    x = _x(3)
+    for scale, seed in ((2.0, 1), (3.0, 2), (3.0, 3)):
+        ws = [_x(3, seed=seed), _x(3, seed=seed + 10)]
+        d = {("a", 1): scale}
+        _close(cf(x, d, ws), f(x, d, ws))
+
+
+def test_module_list_children_are_lifted_not_baked():
+    m = _Stack().eval()
+    x = _x(2, 4)
+    cm = ember.compile(m, backend="eager")
+    with ember.no_grad():
+        cm(x)
+        m.layers[1].weight.mul_(0.5)         # in place: no recompile, new values used
+        _close(cm(x), m(x))
+        m.layers[2].weight = nn.Parameter(_x(4, 4, seed=9))
+        _close(cm(x), m(x))
