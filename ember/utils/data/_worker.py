@@ -44,6 +44,17 @@ class WorkerInfo:
     """What a worker process knows about itself: ``id``, ``num_workers``, ``seed``, ``dataset``.
 
     Attributes are read-only once set, like torch's.
+
+    Example:
+        >>> from ember.utils.data import WorkerInfo
+        >>> info = WorkerInfo(id=1, num_workers=4, seed=7, dataset=None)
+        >>> info
+        WorkerInfo(id=1, num_workers=4, seed=7, dataset=None)
+        >>> try:
+        ...     info.id = 2
+        ... except RuntimeError as e:
+        ...     print(e)
+        Cannot assign attributes to WorkerInfo objects
     """
 
     __initialized = False
@@ -70,6 +81,11 @@ def get_worker_info() -> WorkerInfo | None:
     ``dataset`` is this worker's copy of the dataset, ``seed`` the seed its ember, ``random``
     and NumPy generators were seeded from (``base_seed + id``). Use it in an
     ``IterableDataset.__iter__`` to give each worker its own shard.
+
+    Example:
+        >>> from ember.utils.data import get_worker_info
+        >>> print(get_worker_info())
+        None
     """
     return _worker_info
 

@@ -89,6 +89,12 @@ class StackDataset(Dataset):
 
     Raises:
         ValueError: both positional and keyword datasets, or lengths that differ.
+
+    Example:
+        >>> from ember.utils.data import StackDataset, TensorDataset
+        >>> ds = StackDataset(image=TensorDataset(ember.arange(3)), label=[10, 11, 12])
+        >>> ds[1]
+        {'image': (tensor(1),), 'label': 11}
     """
 
     def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
@@ -118,6 +124,12 @@ class ConcatDataset(Dataset):
     Raises:
         AssertionError: no datasets, or an :class:`IterableDataset` among them (as torch).
         ValueError: a negative index beyond the length.
+
+    Example:
+        >>> from ember.utils.data import ConcatDataset
+        >>> ds = ConcatDataset([[1, 2], [3, 4, 5]])
+        >>> len(ds), ds[2], ds.cumulative_sizes
+        (5, 3, [2, 5])
     """
 
     @staticmethod
@@ -158,6 +170,14 @@ class ChainDataset(IterableDataset):
 
     Raises:
         AssertionError: from ``len`` or iteration when a member is not an IterableDataset.
+
+    Example:
+        >>> from ember.utils.data import ChainDataset, IterableDataset
+        >>> class Count(IterableDataset):
+        ...     def __init__(self, n): self.n = n
+        ...     def __iter__(self): return iter(range(self.n))
+        >>> list(ChainDataset([Count(2), Count(3)]))
+        [0, 1, 0, 1, 2]
     """
 
     def __init__(self, datasets: Iterable[Dataset]) -> None:
@@ -179,7 +199,14 @@ class ChainDataset(IterableDataset):
 
 
 class Subset(Dataset):
-    """The samples of ``dataset`` at ``indices`` (``subset[i] = dataset[indices[i]]``)."""
+    """The samples of ``dataset`` at ``indices`` (``subset[i] = dataset[indices[i]]``).
+
+    Example:
+        >>> from ember.utils.data import Subset
+        >>> ds = Subset(["a", "b", "c", "d"], [3, 0])
+        >>> len(ds), ds[0], ds[1]
+        (2, 'd', 'a')
+    """
 
     def __init__(self, dataset: Dataset, indices: Sequence[int]) -> None:
         self.dataset = dataset

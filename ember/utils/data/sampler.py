@@ -32,7 +32,17 @@ def _check_positive_int(name: str, value) -> None:
 
 
 class Sampler:
-    """Base class of samplers: subclasses define ``__iter__`` (and ``__len__`` when finite)."""
+    """Base class of samplers: subclasses define ``__iter__`` (and ``__len__`` when finite).
+
+    Example:
+        >>> from ember.utils.data import Sampler
+        >>> class Reversed(Sampler):
+        ...     def __init__(self, n): self.n = n
+        ...     def __iter__(self): return iter(range(self.n - 1, -1, -1))
+        ...     def __len__(self): return self.n
+        >>> list(Reversed(3))
+        [2, 1, 0]
+    """
 
     def __init__(self, data_source=None) -> None:
         if data_source is not None:
@@ -45,7 +55,13 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
-    """Indices ``0, 1, ..., len(data_source) - 1`` in order."""
+    """Indices ``0, 1, ..., len(data_source) - 1`` in order.
+
+    Example:
+        >>> from ember.utils.data import SequentialSampler
+        >>> list(SequentialSampler(["a", "b", "c"]))
+        [0, 1, 2]
+    """
 
     def __init__(self, data_source) -> None:
         self.data_source = data_source
@@ -109,7 +125,13 @@ class RandomSampler(Sampler):
 
 
 class SubsetRandomSampler(Sampler):
-    """The given ``indices`` in a random order (a fresh permutation each pass)."""
+    """The given ``indices`` in a random order (a fresh permutation each pass).
+
+    Example:
+        >>> from ember.utils.data import SubsetRandomSampler
+        >>> sorted(SubsetRandomSampler([4, 7, 9]))
+        [4, 7, 9]
+    """
 
     def __init__(self, indices: Sequence[int], generator: Generator | None = None) -> None:
         self.indices = indices
@@ -135,6 +157,13 @@ class WeightedRandomSampler(Sampler):
     Raises:
         ValueError: ``num_samples`` not a positive int, ``replacement`` not a bool, or
             ``weights`` not 1-d.
+
+    Example:
+        >>> from ember.utils.data import WeightedRandomSampler
+        >>> list(WeightedRandomSampler([0.0, 1.0, 0.0], num_samples=3))
+        [1, 1, 1]
+        >>> len(WeightedRandomSampler([0.5, 0.5], num_samples=5, replacement=True))
+        5
     """
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
