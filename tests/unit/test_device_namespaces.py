@@ -428,13 +428,16 @@ def _numpy_blas_threads() -> int:
 def test_set_num_threads_really_sets_the_blas_pool():
     before = ember.get_num_threads()
     assert before == _numpy_blas_threads()
+    original = threadpoolctl.threadpool_limits(limits=None)  # every pool's count, to restore
     try:
         ember.set_num_threads(1)
         assert _numpy_blas_threads() == 1 and ember.get_num_threads() == 1
         a = ember.randn(64, 64)
         assert_close(a @ ember.eye(64), a)
+        ember.set_num_threads(2)
+        assert _numpy_blas_threads() == 2 and ember.get_num_threads() == 2
     finally:
-        ember.set_num_threads(before)
+        original.restore_original_limits()
     assert _numpy_blas_threads() == before
 
 
