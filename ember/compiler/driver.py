@@ -86,7 +86,7 @@ def run_frame(ctx: CompileContext, fn, args, kwargs=None):
             with cc.lock:
                 entry = cc.lookup(pc, L, G)
                 if entry is None:
-                    entry = _compile_segment(ctx, cc, fn, info, L, len(L) - n, pc)
+                    entry = _compile_segment_safely(ctx, cc, fn, info, L, len(L) - n, pc)
         if entry is _NATIVE:
             if pc == info.entry_index:
                 return fn(*args, **kwargs)
@@ -146,6 +146,26 @@ def _call_hook(ctx: CompileContext):
 def _go_native(ctx, cc: CodeCache, reason: str, break_info) -> None:
     cc.native_only = reason
     events.record_native(cc.where, reason)
+
+
+def _compile_segment_safely(ctx, cc, fn, info, L, nstack, pc):
+    from ember.compiler.exc import CompileError
+
+    try:
+        return _compile_segment(ctx, cc, fn, info, L, nstack, pc)
+    except CompileError:
+        raise
+    except Exception as e:
+        # a failure of the compiler itself (not of the user's code)
+        if not config.suppress_errors:
+            raise CompileError(f"ember.compile: compiling {cc.where} failed: "
+                               f"{type(e).__name__}: {e} (set ember.compiler.config."
+                               f"suppress_errors = True to run such frames eagerly)") from e
+        import warnings
+        warnings.warn(f"ember.compile: compiling {cc.where} failed ({type(e).__name__}: {e}); "
+                      f"running it eagerly", RuntimeWarning, stacklevel=4)
+        _go_native(ctx, cc, f"compiler error: {type(e).__name__}: {e}", None)
+        return _NATIVE
 
 
 def _compile_segment(ctx: CompileContext, cc: CodeCache, fn, info: CodeInfo, L: list,
