@@ -222,13 +222,13 @@ def build_parser() -> OneLineParser:
     p = OneLineParser(prog=PROG, description=__doc__,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
 
-    def opt(name: str, kind, help: str, **kw) -> None:
+    def opt(name: str, kind, help: str, metavar: str = "N") -> None:
         default = DEFAULTS.get(name.lstrip("-").replace("-", "_"))
         suffix = "" if default is None else f" (default: {default})"
-        p.add_argument(name, type=kind, default=None, help=help + suffix, **kw)
+        p.add_argument(name, type=kind, default=None, help=help + suffix, metavar=metavar)
 
     length = p.add_mutually_exclusive_group()
-    length.add_argument("--steps", type=integer(1), default=None,
+    length.add_argument("--steps", type=integer(1), default=None, metavar="N",
                         help=f"optimizer steps (default: {DEFAULT_STEPS}; with --resume: steps "
                              "after the checkpoint's, default: the rest of its run)")
     length.add_argument("--time-budget", type=number(0.0), default=None, metavar="SECONDS",
@@ -236,10 +236,10 @@ def build_parser() -> OneLineParser:
     opt("--batch-size", integer(1), "sequences per micro-batch")
     opt("--block-size", integer(1), "context length")
     opt("--layers", integer(1), "transformer blocks")
-    opt("--heads", integer(1), "attention heads (must divide --d-model)")
+    opt("--heads", integer(1), "attention heads, a divisor of --d-model")
     opt("--d-model", integer(1), "width")
-    opt("--dropout", number(0.0, 1.0, low_open=False, high_open=True), "dropout probability")
-    opt("--lr", number(0.0), "peak learning rate")
+    opt("--dropout", number(0.0, 1.0, low_open=False, high_open=True), "dropout probability", "P")
+    opt("--lr", number(0.0), "peak learning rate", "LR")
     opt("--warmup", integer(0), "warmup steps")
     opt("--grad-accum", integer(1), "micro-batches per step")
     opt("--eval-interval", integer(1), "steps between held-out evaluations (default: a fifth "
@@ -253,7 +253,7 @@ def build_parser() -> OneLineParser:
                    help=f"where the checkpoint is written (default: {default_out()})")
     opt("--save-every", integer(1), "steps between checkpoints")
     opt("--sample-chars", integer(0), "characters generated at the end")
-    opt("--temperature", number(0.0), "sampling temperature")
+    opt("--temperature", number(0.0), "sampling temperature", "T")
     opt("--seed", integer(0, 2**64 - 1), "seed of the initialisation, data order and sample")
     p.add_argument("--device", default="cpu", choices=["cpu"], help="cpu only for now")
     opt("--threads", integer(1), "BLAS threads (these matrices are small: extra threads "

@@ -5,6 +5,8 @@ micro-batches equals one step on the whole batch."""
 from __future__ import annotations
 
 import math
+import os
+import re
 
 import numpy as np
 import pytest
@@ -187,3 +189,38 @@ def test_memory_budget_is_reported_in_megabytes(tmp_path, capsys):
     charlm.main(CKPT + ["--memory-budget", f"{budget:.4f}", "--out", str(tmp_path / "x.pt")])
     out = capsys.readouterr().out
     assert f"(budget {float(f'{budget:.4f}'):g} MB; " in out and "MiB" not in out
+
+
+def test_checkpoint_is_saved_every_n_steps_and_at_the_end(tmp_path, monkeypatch):
+    saved, real = [], charlm.save_checkpoint
+
+    def spy(path, model, opt, corpus, args, st):
+        real(path, model, opt, corpus, args, st)
+        saved.append((ember.load(path)["step"], sorted(os.listdir(tmp_path))))
+
+    monkeypatch.setattr(charlm, "save_checkpoint", spy)
+    charlm.main(TINY + ["--steps", "7", "--save-every", "3", "--out", str(tmp_path / "c.pt")])
+    # written in place, atomically: no temporary file is left next to it
+    assert saved == [(3, ["c.pt"]), (6, ["c.pt"]), (7, ["c.pt"])]
+
+
+def test_time_budget_sizes_the_run_and_reports_it(tmp_path, capsys):
+    out = charlm.main(TINY + ["--time-budget", "0.5", "--out", str(tmp_path / "t.pt")])
+    text = capsys.readouterr().out
+    assert re.search(r"^time budget 0.5 s: about \d+ steps at \d+\.\d\d s a step$", text, re.M)
+    assert len(out["train"]) == out["step"] >= 5 and out["val"][-1][0] == out["step"]
+    ckpt = ember.load(str(tmp_path / "t.pt"))
+    assert ckpt["step"] == ckpt["total"] == out["step"]
+
+
+@pytest.mark.parametrize("report", [False, True])
+def test_memory_table_only_with_memory_report_and_the_run_ends_with_the_sample(
+        report, tmp_path, capsys):
+    out = charlm.main(TINY + ["--steps", "2", "--out", str(tmp_path / "m.pt")]
+                      + ["--memory-report"] * report)
+    text = capsys.readouterr().out
+    assert ("memory summary" in text) is report
+    rule = "-" * 60
+    end = f"sample (temperature 0.8):\n{rule}\n{out['sample']}\n{rule}\n"
+    assert text.endswith(end)
+    assert text[:-len(end)].splitlines()[-1].startswith("held-out loss: ")
