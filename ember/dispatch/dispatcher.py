@@ -302,9 +302,7 @@ class Operator:
         kernel = self._direct.get(DispatchKey[src.dispatch_key])
         if kernel is None or kernel is FALLTHROUGH:
             return None
-        device = _devices.Device(backend.name)
-        fn = _devices.guarded(device, kernel.fn) if self.name in _CROSS_DEVICE_OPS else \
-            _borrowed(device, kernel.fn)
+        fn = _borrowed(backend.name, kernel.fn, self.name not in _CROSS_DEVICE_OPS)
         return Kernel(fn, kernel.with_keyset, f"{kernel.source} on {backend.name}")
 
     def _has_backend_kernel(self) -> bool:
@@ -439,33 +437,59 @@ _CROSS_DEVICE_OPS = frozenset({"copy_", "_to_copy", "to", "index", "index_put", 
                                "_index_put_impl_"})
 
 
-def _check_same_device(device, args, kwargs) -> None:
+def _device_of_call(name: str, args, kwargs, check: bool):
+    """The ``name``-type device of a call's tensors (or its ``device=``), checking that every
+    other tensor is on it too (CPU 0-d tensors are scalars and may join), as torch does."""
     T = _Tensor
+    found = None
     for a in (*args, *kwargs.values()):
         for t in a if a.__class__ is list or a.__class__ is tuple else (a,):
-            if isinstance(t, T) and t._device is not device and \
-                    (t._shape or t._device.type != "cpu"):
+            if not isinstance(t, T):
+                continue
+            d = t._device
+            if found is None and d.type == name:
+                found = d
+            elif d is not found and check and (t._shape or d.type != "cpu"):
+                other = found if found is not None else _devices.Device(name)
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found "
-                                   f"at least two devices, {device} and {t._device}!")
+                                   f"at least two devices, {other} and {d}!")
+    if found is None:
+        d = kwargs.get("device")
+        d = _devices.Device(d) if isinstance(d, str) else d
+        found = d if isinstance(d, _devices.Device) and d.type == name else \
+            _devices.Device(name)
+    return found
 
 
-def _borrowed(device, fn: Callable) -> Callable:
-    """Another backend's kernel run for ``device``: same-device check, then under its guard."""
-    run = _devices.guarded(device, fn)
+def _borrowed(name: str, fn: Callable, check: bool) -> Callable:
+    """Another backend's kernel run for device type ``name``: it allocates on the call's device
+    (its guard) after torch's same-device check (skipped for ops that copy across devices)."""
+    g = _devices.guard_state
 
     def call(*args, **kwargs):
-        _check_same_device(device, args, kwargs)
-        return run(*args, **kwargs)
+        saved = g.device
+        g.device = _device_of_call(name, args, kwargs, check)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            g.device = saved
 
+    call.__wrapped__ = fn
     return call
+
+
+_load_lock = threading.RLock()  # another thread's first dispatch waits for the import
 
 
 def _load_kernels(key: DispatchKey) -> None:
     """Import the kernel modules of ``key``'s backend (once; NOTE [Kernels are found by ...])."""
     global _kernels_loaded
-    _kernels_loaded |= 1 << key
-    for module in _devices.kernel_modules(key.name):
-        importlib.import_module(module)
+    with _load_lock:
+        if _kernels_loaded >> key & 1:
+            return
+        for module in _devices.kernel_modules(key.name):
+            importlib.import_module(module)
+        _kernels_loaded |= 1 << key
 
 
 def _python_key_fallback(op: Operator, ks_below: int, *args, **kwargs):

@@ -8,6 +8,8 @@ output on the device; a small MLP trains there exactly as on the CPU.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -22,6 +24,19 @@ from tests.ops.opdb import reduction as reduction_db
 NAME = "ember_test_npu"
 
 
+class TracingNumpy(types.ModuleType):
+    """NumPy under another name that remembers which functions kernels took from it: the
+    device's array module, so the test sees kernels reach arrays through the descriptor."""
+
+    def __init__(self):
+        super().__init__("tracing_numpy")
+        self.used: set[str] = set()
+
+    def __getattr__(self, name):
+        self.used.add(name)
+        return getattr(np, name)
+
+
 def _register() -> Device:
     """Rename PrivateUse1 and register the device once per process (a rename is final)."""
     ember.utils.rename_privateuse1_backend(NAME)
@@ -29,7 +44,7 @@ def _register() -> Device:
         ember.utils.get_backend(NAME)
     except RuntimeError:
         ember.utils.register_backend(ember.utils.DeviceBackend(
-            NAME, "PrivateUse1", np, CpuBackend(), kernels_from="cpu"))
+            NAME, "PrivateUse1", TracingNumpy(), CpuBackend(), kernels_from="cpu"))
     return Device(NAME)
 
 
@@ -188,3 +203,21 @@ def test_mixed_devices_raise_like_torch():
     x = ember.ones(2)
     x.copy_(ember.full((2,), 3.0, device=NAME))  # copies cross devices
     assert x.tolist() == [3.0, 3.0]
+
+
+def test_kernels_reach_arrays_through_the_array_module():
+    # NOTE [Kernels and array modules]: the shared helpers take functions from the device's
+    # array module; the pointwise tables still bind NumPy's ufuncs (listed there).
+    xp = ember.utils.get_backend(NAME).array_module
+    x = ember.arange(3.0, device=NAME)
+    assert ember.outer(x, x).device == DEV and "multiply" in xp.used  # _util.run_ufunc
+    h = ember.empty(3, device=NAME)
+    ember.heaviside(x - 1, ember.tensor(0.5, device=NAME), out=h)  # _util.write_result
+    assert "copyto" in xp.used and h.tolist() == [0.0, 0.5, 1.0]
+    assert ember.empty(0, device=NAME).tolist() == [] and "empty" in xp.used
+
+
+def test_indexed_device_keeps_its_index():
+    x = ember.ones(2, device=f"{NAME}:0")
+    assert str(x.device) == f"{NAME}:0"
+    assert (x * 2).device == x.device and x.sum().device == x.device

@@ -8,9 +8,11 @@ NOTE [Kernels and array modules]
 A device whose array module speaks NumPy's API borrows these kernels (``kernels_from="cpu"``
 in its ``DeviceBackend``): they reach memory only through the backend (``numpy_view`` builds
 arrays with ``DeviceBackend.as_array``; outputs and ``workspace`` come from the allocation
-device's allocator; ``_util.array_module`` and ``write_result`` use its module). Most kernels
-still call ``np.<function>`` on those arrays, which is right for NumPy-backed devices and is
-what a CuPy device changes first, family by family, to ``array_module(t).<function>``: the
+device's allocator; ``_util.array_module``, ``run_ufunc`` and ``write_result`` use its
+module). Most kernels still call ``np.<function>`` on those arrays, and the pointwise factories
+(``make_unary``/``make_binary``) bind NumPy's ufuncs when they build each kernel; that is right
+for NumPy-backed devices, and a CuPy device builds its kernels with the same factories from
+its own module's functions, or switches a family to ``array_module(t).<function>``: the
 ufuncs, reductions, ``matmul``/``einsum``, ``as_strided`` (conv, pooling), ``take``/``put``
 and the special functions written with ufuncs (erf, erfinv, lgamma, digamma) exist with the
 same names and arguments in CuPy. These cannot be shared as they are:

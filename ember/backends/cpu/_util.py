@@ -145,16 +145,23 @@ class ignore_fp_errors:
 def run_ufunc(ufunc, operands, out: Tensor, compute: np.dtype, **kw) -> Tensor:
     """Apply ``ufunc`` to NumPy ``operands`` computing in ``compute``; land the result in ``out``.
 
-    Floating errors (overflow, invalid) are silent, as in torch: they produce inf/nan.
+    Floating errors (overflow, invalid) are silent, as in torch: they produce inf/nan. On a
+    device with another array module, a NumPy ufunc is that module's ufunc of the same name
+    (NOTE [Kernels and array modules] in ``ember/backends/cpu/__init__.py``).
     """
     dst = numpy_view(out)
+    xp = np
+    if out._device is not CPU:
+        xp = array_module(out)
+        if xp is not np and isinstance(ufunc, np.ufunc):
+            ufunc = getattr(xp, ufunc.__name__)
     token = _set_errstate(_IGNORE)
     try:
         if dst.dtype == compute:
             ufunc(*operands, out=dst, dtype=compute, casting="unsafe", **kw)
         else:
             tmp = ufunc(*operands, dtype=compute, casting="unsafe", **kw)
-            np.copyto(dst, tmp, casting="unsafe")
+            xp.copyto(dst, tmp, casting="unsafe")
     finally:
         _reset_errstate(token)
     return out
