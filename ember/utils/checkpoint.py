@@ -63,11 +63,34 @@ __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "Checkpoint
 
 
 class CheckpointError(RuntimeError):
-    """A recomputation did not reproduce the forward pass (``torch.utils.checkpoint``'s)."""
+    """A recomputation did not reproduce the forward pass (``torch.utils.checkpoint``'s).
+
+    Example:
+        >>> from ember.utils.checkpoint import checkpoint, CheckpointError
+        >>> calls = []
+        >>> def f(t):
+        ...     calls.append(1)
+        ...     return t.sin().exp() if len(calls) == 1 else t.sum().sin().exp()  # not the same
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> try:
+        ...     checkpoint(f, x, use_reentrant=False).sum().backward()
+        ... except CheckpointError:
+        ...     print("recomputation did not match")
+        recomputation did not match
+    """
 
 
 def noop_context_fn():
-    """The default ``context_fn``: no context around the forward or the recomputation."""
+    """The default ``context_fn``: no context around the forward or the recomputation.
+
+    Example:
+        >>> from ember.utils.checkpoint import checkpoint, noop_context_fn
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> checkpoint(lambda t: (t * t).sum(), x, use_reentrant=False,
+        ...            context_fn=noop_context_fn).backward()
+        >>> x.grad
+        tensor([2., 2.])
+    """
     return contextlib.nullcontext(), contextlib.nullcontext()
 
 
@@ -78,7 +101,16 @@ _replay_draws = True
 
 @contextlib.contextmanager
 def set_checkpoint_early_stop(enable: bool):
-    """Within the block, non-reentrant checkpoints made here stop recomputing early or not."""
+    """Within the block, non-reentrant checkpoints made here stop recomputing early or not.
+
+    Example:
+        >>> from ember.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with set_checkpoint_early_stop(False):
+        ...     y = checkpoint(lambda t: (t * 3).sum(), x, use_reentrant=False)
+        >>> y.backward(); x.grad
+        tensor([3., 3.])
+    """
     global _early_stop_override
     prev, _early_stop_override = _early_stop_override, enable
     try:
@@ -94,6 +126,16 @@ def set_checkpoint_replay_draws(enable: bool):
 
     Both give the same masks when ``preserve_rng_state=True``; replay skips the generator's
     work for 1 bit per drawn element (NOTE [Replayed draws] in ``ember.tensor.random``).
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> from ember.utils.checkpoint import checkpoint, set_checkpoint_replay_draws
+        >>> x = ember.ones(100, requires_grad=True)
+        >>> with set_checkpoint_replay_draws(False):
+        ...     y = checkpoint(lambda t: F.dropout(t, 0.5), x, use_reentrant=False)
+        >>> y.sum().backward()
+        >>> ember.equal(x.grad == 0, y == 0)  # the recomputation drew the same mask
+        True
     """
     global _replay_draws
     prev, _replay_draws = _replay_draws, enable
@@ -124,7 +166,16 @@ def _taping(tape: DrawTape | None, replay: bool):
 
 @contextlib.contextmanager
 def set_checkpoint_debug_enabled(enabled: bool | None):
-    """Within the block, checkpoints behave as if ``debug=enabled`` (None: use the argument)."""
+    """Within the block, checkpoints behave as if ``debug=enabled`` (None: use the argument).
+
+    Example:
+        >>> from ember.utils.checkpoint import checkpoint, set_checkpoint_debug_enabled
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with set_checkpoint_debug_enabled(True):
+        ...     checkpoint(lambda t: t.exp().sum(), x, use_reentrant=False).backward()
+        >>> x.grad
+        tensor([2.7183, 2.7183])
+    """
     global _debug_override
     prev, _debug_override = _debug_override, enabled
     try:
@@ -571,6 +622,11 @@ class CheckpointPolicy(enum.Enum):
 
     ``*_SAVE``: the op's output is kept from forward and replayed in the recomputation;
     ``*_RECOMPUTE``: the op runs again. ``MUST_*`` is not to be overridden by other tools.
+
+    Example:
+        >>> from ember.utils.checkpoint import CheckpointPolicy
+        >>> [p.name for p in CheckpointPolicy]
+        ['MUST_SAVE', 'PREFER_SAVE', 'MUST_RECOMPUTE', 'PREFER_RECOMPUTE']
     """
 
     MUST_SAVE = 0
@@ -583,7 +639,22 @@ _SAVE = (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE)
 
 
 class SelectiveCheckpointContext:
-    """What a policy function learns besides the op: ``is_recompute`` and the op's output."""
+    """What a policy function learns besides the op: ``is_recompute`` and the op's output.
+
+    Example:
+        >>> import functools
+        >>> from ember.utils import checkpoint as cp
+        >>> seen = []
+        >>> def policy(ctx, op, *args, **kwargs):
+        ...     seen.append((op.__name__, ctx.is_recompute))
+        ...     return cp.CheckpointPolicy.PREFER_RECOMPUTE
+        >>> context_fn = functools.partial(cp.create_selective_checkpoint_contexts, policy)
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> cp.checkpoint(lambda t: t.sin().exp().sum(), x, use_reentrant=False,
+        ...               context_fn=context_fn).backward()
+        >>> seen  # asked once per op of the forward
+        [('sin', False), ('exp', False), ('sum', False)]
+    """
 
     def __init__(self, *, is_recompute: bool, op_output=None):
         self.is_recompute = is_recompute
@@ -745,6 +816,13 @@ class BlockProfile:
     ``retained``: kept from the block's forward until its backward (its output included).
     ``forward_peak``: peak during its forward above the memory at its start.
     ``backward_peak``: peak during its backward above what the earlier blocks retain.
+
+    Example:
+        >>> from ember.utils.checkpoint import plan
+        >>> blocks = [ember.nn.Linear(8, 8) for _ in range(2)]
+        >>> p = plan(blocks, ember.randn(4, 8), 1 << 30)
+        >>> len(p.profiles), type(p.profiles[0]).__name__
+        (2, 'BlockProfile')
     """
 
     forward_seconds: float
@@ -755,7 +833,15 @@ class BlockProfile:
 
 @dataclass(frozen=True)
 class CheckpointPlan:
-    """Which blocks to checkpoint and the memory peak (above the step's start) to expect."""
+    """Which blocks to checkpoint and the memory peak (above the step's start) to expect.
+
+    Example:
+        >>> from ember.utils.checkpoint import plan
+        >>> blocks = [ember.nn.Linear(8, 8) for _ in range(3)]
+        >>> p = plan(blocks, ember.randn(4, 8), 1 << 30)  # a budget every choice fits
+        >>> p.checkpointed, p.memory_budget, p.peak_for([]) == p.plain_peak
+        ((), 1073741824, True)
+    """
 
     checkpointed: tuple[int, ...]
     predicted_peak: int
@@ -949,6 +1035,14 @@ def checkpoint_modules(modules, use_reentrant: bool = False) -> None:
 
     Raises:
         TypeError: an entry has no ``forward`` to wrap (a plain function).
+
+    Example:
+        >>> from ember.utils.checkpoint import checkpoint_modules, remove_plan
+        >>> model = ember.nn.Sequential(ember.nn.Linear(2, 2), ember.nn.Tanh())
+        >>> checkpoint_modules([model[0]])
+        >>> model(ember.ones(1, 2)).sum().backward()  # model[0] is recomputed in backward
+        >>> "forward" in vars(model[0]), "forward" in vars(remove_plan(model)[0])
+        (True, False)
     """
     for i, m in enumerate(modules):
         if not hasattr(m, "forward") or not hasattr(m, "__dict__"):
@@ -967,6 +1061,15 @@ def apply_plan(model, plan: CheckpointPlan, use_reentrant: bool = False):
     Raises:
         ValueError: a planned block is not part of ``model``.
         TypeError: a planned block has no ``forward`` to wrap (a plain function).
+
+    Example:
+        >>> import dataclasses
+        >>> from ember.utils.checkpoint import apply_plan, plan
+        >>> nn = ember.nn
+        >>> model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4))
+        >>> p = dataclasses.replace(plan(model, ember.randn(2, 4), 1 << 30), checkpointed=(2,))
+        >>> apply_plan(model, p) is model, "forward" in vars(model[2])
+        (True, True)
     """
     members = list(model.modules()) if hasattr(model, "modules") else list(model)
     ids = {id(m) for m in members}
@@ -979,7 +1082,15 @@ def apply_plan(model, plan: CheckpointPlan, use_reentrant: bool = False):
 
 def remove_plan(model):
     """Undo ``apply_plan`` / ``checkpoint_modules``: every module of ``model`` (a module or a
-    list of modules) runs its own ``forward`` again; returns ``model``."""
+    list of modules) runs its own ``forward`` again; returns ``model``.
+
+    Example:
+        >>> from ember.utils.checkpoint import checkpoint_modules, remove_plan
+        >>> layer = ember.nn.Linear(2, 2)
+        >>> checkpoint_modules([layer])
+        >>> remove_plan([layer])[0] is layer, "forward" in vars(layer)
+        (True, False)
+    """
     members = list(model.modules()) if hasattr(model, "modules") else list(model)
     for m in members:
         if isinstance(getattr(m, "__dict__", {}).get("forward"), _CheckpointedForward):
