@@ -25,11 +25,30 @@ class CheckpointError(RuntimeError):
 
     Raised for container problems (zip structure, records, sizes, offsets, dtypes). Refused or
     malformed pickles raise ``UnpicklingError`` instead.
+
+    Example:
+        >>> import io, ember.serialization as es
+        >>> buf = io.BytesIO(); es.save({"w": ember.ones(2)}, buf)
+        >>> try:
+        ...     es.load(io.BytesIO(buf.getvalue()[:100]))  # truncated
+        ... except es.CheckpointError:
+        ...     print("truncated checkpoint")
+        truncated checkpoint
     """
 
 
 class UnpicklingError(pickle.UnpicklingError):
-    """A checkpoint's pickle was refused by the weights-only unpickler, or is malformed."""
+    """A checkpoint's pickle was refused by the weights-only unpickler, or is malformed.
+
+    Example:
+        >>> import argparse, io, ember.serialization as es
+        >>> buf = io.BytesIO(); es.save(argparse.Namespace(lr=0.5), buf); _ = buf.seek(0)
+        >>> try:
+        ...     es.load(buf)  # weights_only=True refuses classes not allowlisted
+        ... except es.UnpicklingError:
+        ...     print("refused")
+        refused
+    """
 
 
 class TorchGlobal:
@@ -117,7 +136,16 @@ def add_safe_globals(safe_globals: list) -> None:
 
 
 def get_safe_globals() -> list:
-    """The user-allowlisted globals, as passed to ``add_safe_globals``."""
+    """The user-allowlisted globals, as passed to ``add_safe_globals``.
+
+    Example:
+        >>> import argparse, ember.serialization as es
+        >>> with es.safe_globals([argparse.Namespace]):
+        ...     print(es.get_safe_globals())
+        [<class 'argparse.Namespace'>]
+        >>> es.get_safe_globals()
+        []
+    """
     return [obj if _global_name_or_none(obj) == name else (obj, name)
             for name, obj in _user_globals.items()]
 
@@ -130,13 +158,28 @@ def _global_name_or_none(obj) -> str | None:
 
 
 def clear_safe_globals() -> None:
-    """Forget every user-allowlisted global."""
+    """Forget every user-allowlisted global.
+
+    Example:
+        >>> import argparse, ember.serialization as es
+        >>> es.add_safe_globals([argparse.Namespace])
+        >>> es.clear_safe_globals(); es.get_safe_globals()
+        []
+    """
     _user_globals.clear()
 
 
 @contextlib.contextmanager
 def safe_globals(globals_: list):
-    """Allow these globals for ``weights_only`` loads inside the ``with`` block only."""
+    """Allow these globals for ``weights_only`` loads inside the ``with`` block only.
+
+    Example:
+        >>> import argparse, io, ember.serialization as es
+        >>> buf = io.BytesIO(); es.save(argparse.Namespace(lr=0.5), buf); _ = buf.seek(0)
+        >>> with es.safe_globals([argparse.Namespace]):
+        ...     print(es.load(buf))
+        Namespace(lr=0.5)
+    """
     saved = dict(_user_globals)
     add_safe_globals(globals_)
     try:

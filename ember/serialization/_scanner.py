@@ -33,7 +33,17 @@ _MAX_PLAIN_PICKLES = 64
 
 @dataclass(frozen=True)
 class GlobalRef:
-    """One global a pickle would import: its name, where, how, and the weights-only verdict."""
+    """One global a pickle would import: its name, where, how, and the weights-only verdict.
+
+    Example:
+        >>> import argparse, os, tempfile, ember.serialization as es
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = os.path.join(d, "ckpt.pt")
+        ...     es.save(argparse.Namespace(lr=0.5), path)
+        ...     refs = es.scan(path).pickles[0].globals
+        >>> [(r.name, r.status) for r in refs]
+        [('argparse.Namespace', 'refused')]
+    """
 
     name: str
     position: int
@@ -47,7 +57,17 @@ class GlobalRef:
 
 @dataclass
 class PickleScan:
-    """The findings for one pickle stream inside the file."""
+    """The findings for one pickle stream inside the file.
+
+    Example:
+        >>> import os, tempfile, ember.serialization as es
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = os.path.join(d, "w.pt")
+        ...     es.save({"w": ember.ones(2)}, path)
+        ...     pickle_scan = es.scan(path).pickles[0]
+        >>> pickle_scan.record, pickle_scan.safe, pickle_scan.unsupported_opcodes
+        ('w/data.pkl', True, [])
+    """
 
     record: str
     globals: list[GlobalRef] = field(default_factory=list)
@@ -63,7 +83,17 @@ class PickleScan:
 
 @dataclass
 class ScanResult:
-    """What ``scan`` found in one file. ``safe`` is the weights-only verdict."""
+    """What ``scan`` found in one file. ``safe`` is the weights-only verdict.
+
+    Example:
+        >>> import argparse, os, tempfile, ember.serialization as es
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = os.path.join(d, "ckpt.pt")
+        ...     es.save(argparse.Namespace(lr=0.5), path)
+        ...     result = es.scan(path)
+        >>> result.format, result.safe, result.unsafe_globals
+        ('zip checkpoint', False, ['argparse.Namespace'])
+    """
 
     path: str
     format: str
