@@ -20,10 +20,6 @@ from __future__ import annotations
 import os
 
 from ember.serialization import safetensors as safetensors
-
-# the command-line module is imported first so that the function below keeps the name ``scan``
-# (a later ``import ember.serialization.scan`` finds the module cached and rebinds nothing)
-from ember.serialization import scan as _scan_cli  # noqa: F401, E402
 from ember.serialization._common import (
     CheckpointError,
     UnpicklingError,
@@ -110,5 +106,14 @@ def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
 
 
 def get_unsafe_globals_in_checkpoint(f: str | os.PathLike) -> list[str]:
-    """The globals in checkpoint ``f`` that a weights-only load would refuse (nothing runs)."""
+    """The globals in checkpoint ``f`` that a weights-only load would refuse (nothing runs).
+
+    Example:
+        >>> import argparse, os, tempfile, ember.serialization as es
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = os.path.join(d, "ckpt.pt")
+        ...     es.save({"args": argparse.Namespace(lr=0.5), "w": ember.ones(2)}, path)
+        ...     print(es.get_unsafe_globals_in_checkpoint(path))
+        ['argparse.Namespace']
+    """
     return scan(f).unsafe_globals

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import types
 
 from ember.serialization._scanner import scan
 
@@ -50,6 +51,17 @@ def main(argv: list[str] | None = None) -> int:
             status = max(status, 1)
     return status
 
+
+class _CallableModule(types.ModuleType):
+    """Importing this module rebinds ``ember.serialization.scan`` from the function to the
+    module (Python sets a package attribute per imported submodule), so the module answers
+    calls as the function does: ``ember.serialization.scan(path)`` works either way."""
+
+    def __call__(self, path, *args, **kwargs):
+        return scan(path, *args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 if __name__ == "__main__":
     sys.exit(main())
