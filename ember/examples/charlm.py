@@ -403,10 +403,13 @@ def reconcile(args: argparse.Namespace, ckpt: dict) -> None:
     if args.eval_only:
         return
     if args.steps is None and args.time_budget is None:
-        if total is None or step >= total:
+        if total is None:
+            fail(PROG, f"--resume {args.resume}: stopped at step {step}, before its time budget "
+                       "had sized the run; pass --steps N or --time-budget SECONDS")
+        if step >= total:
             fail(PROG, f"--resume {args.resume}: its run is complete ({step} steps); pass "
                        "--steps N to train N more steps, or --eval-only to evaluate it")
-    elif step < total:
+    elif total is not None and step < total:
         given = f"--steps {args.steps}" if args.steps else f"--time-budget {args.time_budget:g}"
         warn(PROG, f"{where} stopped at step {step} of {total}; {given} replaces the rest of "
                    "that run with a new learning-rate schedule (leave it out to finish the run "
@@ -568,7 +571,10 @@ def prepare(args: argparse.Namespace):
     elif args.time_budget is not None:
         total = None
     hist = ckpt["history"]
-    print(f"resuming {args.resume} at step {step}" + (f" of {total}" if total else ""))
+    if args.eval_only:
+        print(f"evaluating {args.resume} (step {step})")
+    else:
+        print(f"resuming {args.resume} at step {step}" + (f" of {total}" if total else ""))
     return corpus, model, opt, RunState(step, total, data_gen, list(hist["train"]),
                                         [list(v) for v in hist["val"]])
 
