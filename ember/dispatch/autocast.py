@@ -64,17 +64,39 @@ def _device_type(device_type) -> str:
 
 
 def is_autocast_available(device_type: str) -> bool:
-    """Whether ember can autocast on ``device_type`` (only ``"cpu"`` has a backend today)."""
+    """Whether ember can autocast on ``device_type`` (only ``"cpu"`` has a backend today).
+
+    Example:
+        >>> ember.amp.is_autocast_available("cpu")
+        True
+    """
     return device_type == "cpu"
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
-    """Whether autocast is on for ``device_type`` (no argument: ``"cuda"``, as torch)."""
+    """Whether autocast is on for ``device_type`` (no argument: ``"cuda"``, as torch).
+
+    Example:
+        >>> ember.is_autocast_enabled("cpu")
+        False
+        >>> with ember.autocast("cpu"):
+        ...     print(ember.is_autocast_enabled("cpu"))
+        True
+    """
     return _state.enabled[_device_type("cuda" if device_type is None else device_type)]
 
 
 def set_autocast_enabled(device_type: str, enabled: bool) -> None:
-    """Turn autocast on or off for ``device_type`` (``torch.set_autocast_enabled``)."""
+    """Turn autocast on or off for ``device_type`` (``torch.set_autocast_enabled``).
+
+    Example:
+        >>> ember.set_autocast_enabled("cpu", True)
+        >>> (ember.ones(2, 2) @ ember.ones(2, 2)).dtype
+        ember.bfloat16
+        >>> ember.set_autocast_enabled("cpu", False)
+        >>> (ember.ones(2, 2) @ ember.ones(2, 2)).dtype
+        ember.float32
+    """
     device_type = _device_type(device_type)
     _state.enabled[device_type] = bool(enabled)
     bit = 1 << AUTOCAST_KEY[device_type]
@@ -88,38 +110,83 @@ def set_autocast_enabled(device_type: str, enabled: bool) -> None:
 
 
 def get_autocast_dtype(device_type: str) -> dt.DType:
-    """The lower-precision dtype autocast uses on ``device_type`` (CPU: bfloat16)."""
+    """The lower-precision dtype autocast uses on ``device_type`` (CPU: bfloat16).
+
+    Example:
+        >>> ember.get_autocast_dtype("cpu")
+        ember.bfloat16
+    """
     return _state.dtype[_device_type(device_type)]
 
 
 def set_autocast_dtype(device_type: str, dtype: dt.DType) -> None:
-    """Set the lower-precision dtype of ``device_type``'s autocast."""
+    """Set the lower-precision dtype of ``device_type``'s autocast.
+
+    Example:
+        >>> ember.set_autocast_dtype("cpu", ember.float16)
+        >>> with ember.autocast("cpu"):
+        ...     print((ember.ones(2, 2) @ ember.ones(2, 2)).dtype)
+        ember.float16
+        >>> ember.set_autocast_dtype("cpu", ember.bfloat16)
+    """
     _state.dtype[_device_type(device_type)] = dtype
 
 
 def is_autocast_cache_enabled() -> bool:
-    """Whether casts of leaf weights are cached inside autocast regions."""
+    """Whether casts of leaf weights are cached inside autocast regions.
+
+    Example:
+        >>> ember.is_autocast_cache_enabled()
+        True
+        >>> with ember.autocast("cpu", cache_enabled=False):
+        ...     print(ember.is_autocast_cache_enabled())
+        False
+    """
     return _state.cache_enabled
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
-    """Turn the weight-cast cache on or off."""
+    """Turn the weight-cast cache on or off.
+
+    Example:
+        >>> ember.set_autocast_cache_enabled(False); ember.is_autocast_cache_enabled()
+        False
+        >>> ember.set_autocast_cache_enabled(True)
+    """
     _state.cache_enabled = bool(enabled)
 
 
 def clear_autocast_cache() -> None:
-    """Drop every cached weight cast (done when the outermost autocast region exits)."""
+    """Drop every cached weight cast (done when the outermost autocast region exits).
+
+    Example:
+        >>> ember.clear_autocast_cache()  # what leaving the outermost autocast region does
+    """
     _state.cache.clear()
 
 
 def autocast_increment_nesting() -> int:
-    """Count one more autocast region; returns the new depth."""
+    """Count one more autocast region; returns the new depth.
+
+    Example:
+        >>> ember.autocast_increment_nesting()
+        1
+        >>> ember.autocast_decrement_nesting()
+        0
+    """
     _state.nesting += 1
     return _state.nesting
 
 
 def autocast_decrement_nesting() -> int:
-    """Count one autocast region less; returns the new depth."""
+    """Count one autocast region less; returns the new depth.
+
+    Example:
+        >>> with ember.autocast("cpu"):
+        ...     depth = ember.autocast_increment_nesting()
+        ...     print(depth, ember.autocast_decrement_nesting())
+        2 1
+    """
     _state.nesting -= 1
     return _state.nesting
 
