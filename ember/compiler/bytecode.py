@@ -48,6 +48,7 @@ __all__ = [
     "SLOT_CELL",
     "SLOT_FREE",
     "UnsupportedBytecode",
+    "uncovered_opcodes",
     "JUMP_OPS",
     "HANDLED_OPS",
 ]
@@ -189,7 +190,48 @@ _NATIVE_OPS = {
     "IMPORT_STAR": "import *",
     "CHECK_EG_MATCH": "except*",
     "PREP_RERAISE_STAR": "except*",
+    "BEFORE_ASYNC_WITH": "coroutine",
+    "END_ASYNC_FOR": "coroutine",
+    "GET_AITER": "coroutine",
+    "GET_ANEXT": "coroutine",
+    "ASYNC_GEN_WRAP": "coroutine",
+    "GET_YIELD_FROM_ITER": "generator delegation",
+    "END_SEND": "generator delegation",
+    "CLEANUP_THROW": "generator delegation",
+    "DELETE_NAME": "module or class body",
+    "LOAD_CLASSDEREF": "module or class body",
+    "SETUP_ANNOTATIONS": "module or class body",
+    "LOAD_FROM_DICT_OR_DEREF": "module or class body",
+    "LOAD_FROM_DICT_OR_GLOBALS": "module or class body",
+    "LOAD_LOCALS": "module or class body",
+    "PRINT_EXPR": "interactive statement",
+    "INTERPRETER_EXIT": "interpreter-internal opcode",
+    "RESERVED": "interpreter-internal opcode",
+    "ENTER_EXECUTOR": "interpreter-internal opcode",
+    "EXIT_INIT_CHECK": "interpreter-internal opcode",
 }
+
+# dis names that the decoder rewrites to another canonical name
+_RENAMED = {"KW_NAMES": "NOP", "PRECALL": "NOP", "CALL_KW": "CALL", "LOAD_METHOD": "LOAD_ATTR",
+            "LOAD_FAST_LOAD_FAST": "LOAD_FAST", "STORE_FAST_LOAD_FAST": "STORE_FAST",
+            "STORE_FAST_STORE_FAST": "STORE_FAST", "CALL_INTRINSIC_1": "NOP",
+            "CALL_INTRINSIC_2": "NOP"}
+
+
+def uncovered_opcodes() -> list[str]:
+    """Opcodes of the running Python that are neither executed by the concrete interpreter
+    nor listed as making a frame native-only (empty on 3.11-3.13; a new Python version shows
+    here first)."""
+    from ember.compiler.concrete import HANDLERS
+
+    out = []
+    for name, op in dis.opmap.items():
+        if op >= 256 or name.startswith("INSTRUMENTED"):
+            continue
+        canon = _JUMP_CANON.get(name, _RENAMED.get(name, name))
+        if canon not in HANDLERS and name not in _NATIVE_OPS:
+            out.append(name)
+    return sorted(out)
 _INTROSPECTION_GLOBALS = frozenset({"locals", "vars", "exec", "eval"})
 _INTROSPECTION_ATTRS = frozenset({"_getframe", "currentframe", "settrace", "setprofile"})
 

@@ -195,3 +195,8 @@ def test_symbolic_stack_effects_equal_dis(fn, args, kwargs):
             and r >= 0
         assert after - before == _expected_effect(ins, jumped), (ins, before, after)
         i = j
+
+
+def test_every_opcode_of_this_python_is_covered():
+    assert bytecode.uncovered_opcodes() == []
+    assert bytecode.HANDLED_OPS <= set(concrete.HANDLERS)
