@@ -68,6 +68,7 @@ from ember.dispatch.autocast import (
 )
 from ember.errors import OutOfMemoryError
 from ember.ops._promotion import result_type
+from ember.ops.composites import *  # noqa: F403
 from ember.ops.conv import *  # noqa: F403
 from ember.ops.copy import clone
 from ember.ops.creation import *  # noqa: F403
@@ -80,6 +81,9 @@ from ember.ops.random import *  # noqa: F403
 from ember.ops.reduction import *  # noqa: F403
 from ember.ops.scatter_gather import *  # noqa: F403
 from ember.ops.shape import *  # noqa: F403
+from ember.ops.special import *  # noqa: F403
+from ember.ops.tensor_api import *  # noqa: F403
+from ember.ops.view_copies import *  # noqa: F403
 from ember.ops.views import *  # noqa: F403
 from ember.serialization import load, save
 from ember.tensor import Size, Tensor, from_numpy

@@ -16,6 +16,7 @@ import importlib.util
 # on the first CPU dispatch, NOTE [Kernels are found by the registry] in ember/memory/devices.py).
 # A family module missing here is caught by tests/dispatch/test_registration.py.
 FAMILIES = (
+    "composites",
     "conv",
     "copy",
     "creation",
@@ -31,6 +32,7 @@ FAMILIES = (
     "shape",
     "special",
     "tensor_api",
+    "view_copies",
     "views",
 )
 

@@ -126,3 +126,16 @@ def test_i0_double_backward_matches_torch():
     (tgg,) = torch.autograd.grad(tg.sum(), t)
     assert eg.tolist() == pytest.approx(tg.tolist(), rel=1e-12)
     assert egg.tolist() == pytest.approx(tgg.tolist(), rel=1e-12)
+
+
+def test_as_strided_scatter_gradient_is_the_derivative():
+    x = ember.randn(4, 5, dtype=ember.float64, requires_grad=True)
+    s = ember.randn(2, 2, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(
+        lambda a, b: ember.as_strided_scatter(a, b, (2, 2), (1, 2)), (x, s))
+    g = ember.randn(4, 5, dtype=ember.float64)
+    gx, gs = ember.autograd.grad(ember.as_strided_scatter(x, s, (2, 2), (1, 2)), (x, s), g)
+    written = [0, 1, 2, 3]
+    assert gx.reshape(-1)[written].tolist() == [0.0] * 4
+    assert gx.reshape(-1)[4:].tolist() == g.reshape(-1)[4:].tolist()
+    assert gs.tolist() == [[g[0, 0].item(), g[0, 2].item()], [g[0, 1].item(), g[0, 3].item()]]

@@ -1,0 +1,340 @@
+"""Composite operators of torch's top level: ``addr``, ``inner``, ``dist``, the window
+functions (``hann``, ``hamming``, ``blackman``, ``bartlett``, ``kaiser``), ``asarray`` and
+``frombuffer``.
+
+Each is written with ember operators, in the order torch's own composite runs its steps (the
+window functions compute in the requested dtype as torch does), so values round the same way
+and gradients, Meta shapes and every backend come for free.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ember.core import dtype as dt
+from ember.core.device import as_device
+from ember.ops._define import composite
+from ember.ops._promotion import result_type
+from ember.ops.copy import clone
+from ember.ops.creation import arange, empty, ones, tensor, zeros
+from ember.ops.linalg import outer, tensordot
+from ember.ops.reduction import linalg_vector_norm
+from ember.ops.special import i0
+from ember.tensor import Tensor, from_numpy
+
+__all__ = ["addr", "inner", "dist", "hann_window", "hamming_window", "blackman_window",
+           "bartlett_window", "kaiser_window", "asarray", "frombuffer"]
+
+
+def _require(name: str, x, arg: str = "input", pos: int = 1) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+# -- products and distances -------------------------------------------------------------------
+def _check_coefficient(name: str, value, result: dt.DType) -> None:
+    """torch's rules for ``beta``/``alpha``: bool only for bool results, no float for ints."""
+    if isinstance(value, bool):
+        if result is not dt.bool_:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+    elif isinstance(value, float) and not result.is_floating_point:
+        raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating "
+                           "point number.")
+
+
+@composite("addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1, "
+           "Tensor(a!)? out=None) -> Tensor")
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * outer(vec1, vec2)``; ``input`` is ignored when ``beta == 0``
+    (NaN in it does not propagate). Bool tensors use logical or/and, as torch.
+
+    Shape: ``input`` broadcast to ``(n, m)``; ``vec1: (n,)``, ``vec2: (m,)``.
+
+    Example:
+        >>> ember.addr(ember.zeros(2, 2), ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
+        tensor([[3., 4.],
+                [6., 8.]])
+    """
+    _require("addr", input)
+    for v, name in ((vec1, "vec1"), (vec2, "vec2")):
+        _require("addr", v, name)
+        if v.ndim != 1:
+            raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.ndim}-D")
+    res = result_type(input, vec1, vec2)
+    _check_coefficient("beta", beta, res)
+    _check_coefficient("alpha", alpha, res)
+    shape = (vec1._shape[0], vec2._shape[0])
+    base = input.expand(shape)  # torch's broadcast check and message
+    prod = outer(vec1, vec2)
+    if res is dt.bool_:
+        value = (prod if alpha else zeros(shape, dtype=res, device=prod._device)) | \
+            (base if beta else zeros(shape, dtype=res, device=prod._device))
+    else:
+        value = prod if alpha == 1 else prod * alpha
+        if beta != 0:
+            value = (base if beta == 1 else base * beta) + value
+    return _out(value.to(res) if value._dtype is not res else value, out)
+
+
+def _out(value: Tensor, out) -> Tensor:
+    if out is None:
+        return value
+    from ember.ops.special import write_out
+    return write_out(value, out)
+
+
+@composite("inner(Tensor self, Tensor other, *, Tensor(a!)? out=None) -> Tensor")
+def inner(input, other, *, out=None):
+    """Sum of products over the last dims of ``input`` and ``other`` (a product when either
+    is 0-d).
+
+    Shape: ``input.shape[:-1] + other.shape[:-1]``.
+
+    Example:
+        >>> ember.inner(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
+        tensor(11.)
+    """
+    _require("inner", input)
+    _require("inner", other, "other", 2)
+    if input.ndim == 0 or other.ndim == 0:
+        return _out(input * other, out)
+    if input._shape[-1] != other._shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input._shape)} and {list(other._shape)}")
+    return _out(tensordot(input, other, dims=([-1], [-1])), out)
+
+
+@composite("dist(Tensor self, Tensor other, Scalar p=2) -> Tensor")
+def dist(input, other, p=2):
+    """The ``p``-norm of ``input - other`` (broadcast), a 0-d tensor.
+
+    Example:
+        >>> ember.dist(ember.tensor([0.0, 0.0]), ember.tensor([3.0, 4.0]))
+        tensor(5.)
+    """
+    _require("dist", input)
+    _require("dist", other, "other", 2)
+    diff = input - other
+    if not diff._dtype.is_floating_point:
+        raise RuntimeError("norm(): input dtype should be either floating point or complex. "
+                           f"Got {diff._dtype.scalar_name} instead.")
+    return linalg_vector_norm(diff, p)
+
+
+# -- windows ----------------------------------------------------------------------------------
+_WINDOW_KW = ", *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, " \
+             "bool? pin_memory=None, bool requires_grad=False) -> Tensor"
+
+
+def _window_args(name: str, length: int, dtype, device) -> tuple[dt.DType, object]:
+    dtype = dtype or dt.get_default_dtype()
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {dtype}")
+    if length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={length}")
+    return dtype, (as_device(device) if device is not None else None)
+
+
+def _window(name, length, periodic, dtype, device, requires_grad, body) -> Tensor:
+    """Shared shape logic: empty for 0, ones for 1, else ``body(n, N)`` over ``N`` points
+    (``length + 1`` when periodic, then the first ``length`` kept)."""
+    dtype, device = _window_args(name, length, dtype, device)
+    if length == 0:
+        w = empty(0, dtype=dtype, device=device)
+    elif length == 1:
+        w = ones(1, dtype=dtype, device=device)
+    else:
+        n_points = length + 1 if periodic else length
+        w = body(arange(n_points, dtype=dtype, device=device), n_points)
+        if periodic:
+            w = w.narrow(0, 0, length).contiguous()
+    return w.requires_grad_(True) if requires_grad else w
+
+
+@composite("hamming_window.periodic_alpha_beta(int window_length, bool periodic=True, "
+           "float alpha=0.54, float beta=0.46" + _WINDOW_KW, method=False)
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   layout=None, device=None, pin_memory=None, requires_grad=False):
+    """Hamming window ``alpha - beta cos(2 pi n / (N - 1))``; ``periodic`` drops the last of
+    ``window_length + 1`` points (for spectral analysis).
+
+    Example:
+        >>> ember.hamming_window(3, periodic=False).tolist()[1]
+        1.0
+    """
+    def body(n, size):
+        return (n * (math.pi * 2.0 / (size - 1))).cos() * -beta + alpha
+
+    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
+                   body)
+
+
+@composite("hann_window.periodic(int window_length, bool periodic=True" + _WINDOW_KW,
+           method=False)
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                pin_memory=None, requires_grad=False):
+    """Hann window ``0.5 - 0.5 cos(2 pi n / (N - 1))`` (a Hamming window with 0.5, 0.5).
+
+    Example:
+        >>> ember.hann_window(4).tolist()
+        [0.0, 0.5, 1.0, 0.5]
+    """
+    _window_args("hann_window", window_length, dtype, device)
+    return hamming_window(window_length, periodic, 0.5, 0.5, dtype=dtype, device=device,
+                          requires_grad=requires_grad)
+
+
+@composite("blackman_window.periodic(int window_length, bool periodic=True" + _WINDOW_KW,
+           method=False)
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    pin_memory=None, requires_grad=False):
+    """Blackman window ``0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))``.
+
+    Example:
+        >>> round(ember.blackman_window(3, periodic=False).tolist()[1], 6)
+        1.0
+    """
+    def body(n, size):
+        w = n * (math.pi / (size - 1))
+        return (w * 4).cos() * 0.08 - (w * 2).cos() * 0.5 + 0.42
+
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
+                   body)
+
+
+@composite("bartlett_window.periodic(int window_length, bool periodic=True" + _WINDOW_KW,
+           method=False)
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    pin_memory=None, requires_grad=False):
+    """Bartlett (triangular) window ``1 - |2 n / (N - 1) - 1|``.
+
+    Example:
+        >>> ember.bartlett_window(5, periodic=False).tolist()
+        [0.0, 0.5, 1.0, 0.5, 0.0]
+    """
+    def body(n, size):
+        w = n * (2.0 / (size - 1))
+        return _join(w, ((size - 1) >> 1) + 1, size)
+
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
+                   body)
+
+
+def _join(w: Tensor, first: int, size: int) -> Tensor:
+    """The rising half of ``w`` followed by ``2 - w`` over the falling half (torch's order of
+    operations: the second half is computed as ``-w + 2`` in the window's dtype)."""
+    from ember.ops.shape import cat
+    return cat([w.narrow(0, 0, first), w.narrow(0, first, size - first) * -1 + 2])
+
+
+@composite("kaiser_window.beta(int window_length, bool periodic=True, float beta=12.0"
+           + _WINDOW_KW, method=False)
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
+                  device=None, pin_memory=None, requires_grad=False):
+    """Kaiser window ``i0(beta sqrt(1 - ((n - a) / a)**2)) / i0(beta)``, ``a = (N - 1) / 2``.
+
+    Half types compute in float32 and round once, as torch's kernel.
+
+    Example:
+        >>> ember.kaiser_window(3, periodic=False, beta=0.0).tolist()
+        [1.0, 1.0, 1.0]
+    """
+    def body(n, size):
+        comp = dt.float32 if n._dtype in (dt.float16, dt.bfloat16) else n._dtype
+        x = n.to(comp)
+        a = (size - 1) / 2.0
+        arg = (1 - ((x - a) / a).pow(2)).abs().sqrt() * beta
+        return (i0(arg) / i0(tensor(beta, dtype=comp, device=x._device))).to(n._dtype)
+
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
+                   body)
+
+
+# -- asarray and frombuffer -------------------------------------------------------------------
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
+    """``obj`` as a tensor, sharing memory when it can (``torch.asarray``).
+
+    A tensor of the requested dtype and device is returned itself; NumPy arrays, objects
+    with ``__array_interface__`` or ``__dlpack__`` share their memory; Python scalars and
+    sequences are copied. ``copy=True`` always copies; ``copy=False`` refuses to copy.
+
+    Raises:
+        ValueError: ``copy=False`` but a copy is needed.
+
+    Example:
+        >>> import numpy as np
+        >>> a = np.zeros(2); ember.asarray(a).dtype
+        ember.float64
+    """
+    device = as_device(device) if device is not None else None
+    if isinstance(obj, Tensor):
+        out = obj
+    elif isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
+        out = from_numpy(np.asarray(obj))
+    elif hasattr(obj, "__dlpack__"):
+        from ember.tensor.interop import from_dlpack
+        out = from_dlpack(obj)
+    else:
+        out = tensor(obj, dtype=dtype, device=device)
+        return out.requires_grad_(True) if requires_grad else out
+    converted = out
+    if (dtype is not None and dtype is not out._dtype) or \
+            (device is not None and device != out._device):
+        if copy is False:
+            raise ValueError("asarray: can't alias the given object with copy=False: a dtype "
+                             "or device conversion is needed")
+        converted = out.to(dtype=dtype or out._dtype, device=device or out._device)
+    elif copy:
+        converted = clone(out)
+    if requires_grad:
+        converted = converted.detach().requires_grad_(True) if converted is obj else \
+            converted.requires_grad_(True)
+    return converted
+
+
+def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> Tensor:
+    """A 1-d tensor over the bytes of a buffer-protocol object (no copy; ``torch.frombuffer``).
+
+    Args:
+        buffer: bytes, bytearray, memoryview, array.array, mmap, ...
+        dtype: element type. count: number of elements (-1: all after ``offset``).
+        offset: bytes to skip.
+
+    Raises:
+        ValueError: empty buffer, an offset outside it, or a length not a multiple of the
+            element size.
+
+    Example:
+        >>> ember.frombuffer(bytearray(b"\\x01\\x00\\x02\\x00"), dtype=ember.int16).tolist()
+        [1, 2]
+    """
+    view = memoryview(buffer)
+    length, item = view.nbytes, dtype.itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % item:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                             f"bytes) must be a multiple of element size ({item})")
+        count = (length - offset) // item
+    elif offset + count * item > length:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    if view.readonly:
+        warnings.warn("The given buffer is not writable: the tensor shares its memory, so "
+                      "in-place writes to it fail. Copy the buffer, or pass a writable one, "
+                      "to write.", UserWarning, stacklevel=2)
+    arr = np.frombuffer(view.cast("B"), dtype=dtype.np, count=count, offset=offset)
+    out = from_numpy(arr)
+    return out.requires_grad_(True) if requires_grad else out
+

@@ -1,0 +1,149 @@
+"""Op-table entries: addr, inner, dist, the window functions, asarray and frombuffer
+(ember.ops.composites)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+from tests.opinfo import ALL, FLOATS, NUMERIC, ErrorInput, OpInfo, SampleInput, make
+
+LOOSE = {"float32": (2e-5, 2e-5), "float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1e-2)}
+
+
+def _fn(name):
+    return lambda lib, *a, **k: getattr(lib, name)(*a, **k)
+
+
+def _addr_samples(d):
+    for lay in ("contiguous", "permuted", "strided", "expanded"):
+        yield SampleInput((make((3, 4), d, layout=lay), make((3,), d), make((4,), d,
+                                                                             layout="strided")),
+                          {}, lay)
+    yield SampleInput((make((4,), d), make((3,), d), make((4,), d)), {}, "broadcast row")
+    yield SampleInput((make((), d), make((0,), d), make((4,), d)), {}, "empty")
+    if d == "bool":
+        kws = ({"beta": False}, {"alpha": False, "beta": True})
+    elif d in FLOATS:
+        kws = ({"beta": 0.5, "alpha": 2.0}, {"beta": 0}, {"alpha": -1})
+    else:
+        kws = ({"beta": 2, "alpha": 3}, {"beta": 0}, {"beta": 0.5})
+    for kw in kws:
+        yield SampleInput((make((3, 4), d), make((3,), d), make((4,), d)), kw, str(kw))
+    if d in FLOATS[:2]:
+        nan = ember.full((3, 4), float("nan"), dtype=getattr(ember, d))
+        yield SampleInput((nan, make((3,), d), make((4,), d)), {"beta": 0}, "beta=0 skips nan")
+
+
+def _addr_errors():
+    yield ErrorInput(SampleInput((make((2, 3)), make((2, 2)), make((3,)))), RuntimeError,
+                     "Expected 1-D argument vec1")
+    yield ErrorInput(SampleInput((make((2, 3), "int64"), make((2,), "int64"),
+                                  make((3,), "int64")), {"beta": 0.5}), RuntimeError,
+                     "must not be a floating point")
+    yield ErrorInput(SampleInput((make((2, 3)), make((2,)), make((3,))), {"alpha": True}),
+                     RuntimeError, "Boolean alpha only supported")
+
+
+def _inner_samples(d):
+    for sa, sb in (((3,), (3,)), ((2, 3), (4, 3)), ((2, 1, 3), (3,)), ((), (2, 3)),
+                   ((2, 0), (3, 0)), ((4,), ())):
+        for lay in ("contiguous", "permuted", "strided"):
+            la = lay if len(sa) >= 2 or lay != "permuted" else "contiguous"
+            yield SampleInput((make(sa, d, layout=la), make(sb, d, layout="strided")), {},
+                              f"{lay}{sa}x{sb}")
+
+
+def _inner_errors():
+    yield ErrorInput(SampleInput((make((2, 3)), make((2, 4)))), RuntimeError,
+                     "the last dimension must match")
+
+
+def _dist_samples(d):
+    # p=0 is left out of float64 (the gradient run): torch's backward of a 0-norm fails with
+    # an undefined-tensor error where ember returns zeros
+    zero = (0,) if d != "float64" else ()
+    for p in (2, 1, 3.5, float("inf"), float("-inf"), *zero):
+        for sa, sb in (((3, 4), (3, 4)), ((2, 1, 4), (3, 1)), ((5,), ())):
+            yield SampleInput((make(sa, d, layout="strided"), make(sb, d), p), {},
+                              f"p={p}{sa}x{sb}")
+
+
+def _window_samples(d):
+    for n in (0, 1, 2, 5, 8):
+        for periodic in (True, False):
+            yield SampleInput((n, periodic), {"dtype": getattr(ember, d)}, f"{n}-{periodic}")
+
+
+def _window_errors(name):
+    def gen():
+        yield ErrorInput(SampleInput((4,), {"dtype": ember.int64}), RuntimeError,
+                         "expects floating point dtypes")
+        yield ErrorInput(SampleInput((-1,), {}), RuntimeError, "non-negative window_length")
+    return gen
+
+
+def _asarray_samples(d):
+    a = np.arange(6).reshape(2, 3)
+    yield SampleInput(([[1, 2], [3, 4]],), {"dtype": getattr(ember, d)}, "nested list")
+    yield SampleInput((3,), {}, "int")
+    yield SampleInput((2.5,), {"dtype": getattr(ember, d)}, "float")
+    yield SampleInput((a.T,), {}, "numpy transposed")
+    yield SampleInput((make((3, 4), d, layout="strided"),), {}, "tensor")
+    yield SampleInput((make((3, 4), d),), {"dtype": ember.float64}, "tensor converted")
+    yield SampleInput((make((3, 4), d),), {"copy": True}, "tensor copied")
+
+
+def _asarray_identity(lib, x):
+    same = lib.asarray(x)
+    copied = lib.asarray(x, copy=True)
+    return same is x, copied is x, copied.data_ptr() == x.data_ptr(), copied
+
+
+def _frombuffer_samples(d):
+    itemsize = np.dtype(getattr(ember, d).np).itemsize
+    raw = np.arange(48, dtype=np.uint8).tobytes()
+    yield SampleInput((raw,), {"dtype": getattr(ember, d)}, "all")
+    yield SampleInput((raw,), {"dtype": getattr(ember, d), "count": 3,
+                               "offset": 2 * itemsize}, "count+offset")
+
+
+def _frombuffer_fn(lib, data, **kw):
+    raw = bytearray(data)  # a fresh writable buffer per library
+    out = lib.frombuffer(raw, **kw)
+    # the tensor aliases the buffer: a write to the buffer shows in it
+    raw[kw.get("offset", 0)] ^= 0xFF
+    return out.clone()
+
+
+def _frombuffer_errors():
+    yield ErrorInput(SampleInput((bytearray(b""),), {"dtype": ember.int16}), ValueError,
+                     "must not be 0")
+    yield ErrorInput(SampleInput((bytearray(b"abc"),), {"dtype": ember.int16}), ValueError,
+                     "must be a multiple of element size")
+    yield ErrorInput(SampleInput((bytearray(b"abcd"),), {"dtype": ember.int16, "offset": 4}),
+                     ValueError, "must be non-negative")
+
+
+OPS = [
+    OpInfo("addr", _fn("addr"), _addr_samples, dtypes=ALL, tol=LOOSE, errors=_addr_errors),
+    OpInfo("inner", _fn("inner"), _inner_samples, dtypes=NUMERIC, tol=LOOSE,
+           errors=_inner_errors),
+    OpInfo("dist", _fn("dist"), _dist_samples, dtypes=ALL, tol=LOOSE),
+    OpInfo("asarray", _fn("asarray"), _asarray_samples, dtypes=ALL, meta=False),
+    OpInfo("asarray_identity", _asarray_identity,
+           lambda d: [SampleInput((make((2, 3), d),), {}, "t")], dtypes=ALL, meta=False),
+    OpInfo("frombuffer", _frombuffer_fn, _frombuffer_samples,
+           dtypes=("float32", "float64", "float16", "int16", "int64", "uint8"), meta=False,
+           errors=_frombuffer_errors),
+]
+for _w in ("hann_window", "hamming_window", "blackman_window", "bartlett_window",
+           "kaiser_window"):
+    OPS.append(OpInfo(_w, _fn(_w), _window_samples, dtypes=FLOATS, tol=LOOSE, meta=False,
+                      errors=_window_errors(_w)))
+OPS += [
+    OpInfo("hamming_window_alpha_beta", lambda lib, n, p, **k: lib.hamming_window(
+        n, p, 0.6, 0.3, **k), _window_samples, dtypes=FLOATS, tol=LOOSE, meta=False),
+    OpInfo("kaiser_window_beta", lambda lib, n, p, **k: lib.kaiser_window(n, p, 5.0, **k),
+           _window_samples, dtypes=FLOATS, tol=LOOSE, meta=False),
+]
