@@ -82,8 +82,7 @@ class _GraphRoot(Node):
     __slots__ = ("grads",)
 
     def __init__(self, edges, grads):
-        # Node.__init__'s slots, set here (its sequence number is drawn, then replaced by inf)
-        next(_sequence)
+        # Node.__init__'s slots, set here (made only to search the graph for ``inputs``)
         self._in_meta = ()
         self._num_outputs = 1
         self.next_functions = tuple(edges)
@@ -152,10 +151,13 @@ def _root_edges(tensors):
     return edges
 
 
-def _dependencies(root: Node) -> dict:
-    """How many edges lead into each node reachable from ``root`` (which none reaches)."""
+def _dependencies(edges) -> dict:
+    """How many edges lead into each node reachable from the root ``edges``."""
     deps: dict = {}
-    stack = [root]
+    for nxt, _ in edges:
+        if nxt is not None:
+            deps[nxt] = deps.get(nxt, 0) + 1
+    stack = list(deps)
     while stack:
         for nxt, _ in stack.pop().next_functions:
             if nxt is None:
@@ -273,8 +275,9 @@ def _accumulate(node: AccumulateGrad, grad: Tensor, create_graph: bool, root_gra
             new = grad if _owned(grad, root_grads, taken) else grad.clone()
             if new is grad:
                 taken[id(grad)] = grad
-        elif _getrefcount(grad) <= _STEALABLE_REFS and grad.grad_fn is None and \
-                _obeys_layout(grad, var) and _sole_view(grad):
+        elif _getrefcount(grad) <= _STEALABLE_REFS and grad.grad_fn is None and (
+                (grad._base is None and grad._stride == var._stride and
+                 grad._shape == var._shape) or (_obeys_layout(grad, var) and _sole_view(grad))):
             new = _detach(grad)
         else:
             new = _clone_obeying_layout(grad.detach(), var)
@@ -374,7 +377,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(grads)} tensors and {len(tensors)} gradients")
     root_grads = _make_root_grads(tensors, grads, create_graph)
-    root = _GraphRoot(_root_edges(tensors), root_grads)
+    edges = _root_edges(tensors)
+    next(_sequence)  # the graph root's number (PyTorch's GraphRoot takes one too)
     if retain_graph is None:
         retain_graph = create_graph
 
@@ -390,14 +394,14 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
                 raise RuntimeError("element of inputs does not require grad")
             capture_at.setdefault(id(edge[0]), []).append((edge[1], k))
             targets[id(edge[0])] = edge[0]
-        needed = _needed_nodes(root, set(targets))
+        needed = _needed_nodes(_GraphRoot(edges, root_grads), set(targets))
     captured = [None] * len(inputs)
 
-    deps = _dependencies(root)
+    deps = _dependencies(edges)
     taken: dict = {}  # id -> gradient adopted as a .grad (held: ids of dead tensors recur)
     buffers: dict = {}
     ready: list = []
-    _feed(root, root_grads, buffers, deps, ready, needed)
+    _feed(edges, root_grads, buffers, deps, ready, needed)
 
     prev = (_engine.callbacks, _engine.checkpoint_valid)
     _engine.callbacks = []
@@ -438,7 +442,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
                 outs = _apply_one(node, in_grads[0])
                 if not retain_graph:
                     node.release_variables()
-                _feed(node, outs, buffers, deps, ready, needed)
+                _feed(node.next_functions, outs, buffers, deps, ready, needed)
                 outs = None  # the buffers alone hold the gradients (NOTE [Stealing gradients])
             else:
                 _run_node(node, in_grads, retain_graph, buffers, deps, ready, needed)
@@ -506,7 +510,7 @@ def _run_node(node: Node, in_grads: list, retain_graph: bool, buffers, deps, rea
         anomaly.check_nan(node, outs)
     if not retain_graph:
         node.release_variables()
-    _feed(node, outs, buffers, deps, ready, needed)
+    _feed(node.next_functions, outs, buffers, deps, ready, needed)
 
 
 def _anomaly_report(node: Node) -> None:
@@ -514,8 +518,10 @@ def _anomaly_report(node: Node) -> None:
         anomaly.report(node)
 
 
-def _feed(node: Node, outs, buffers, deps, ready, needed) -> None:
-    for (nxt, nr), g in zip(node.next_functions, outs):
+def _feed(edges, outs, buffers, deps, ready, needed) -> None:
+    """Add the gradients ``outs`` into the buffers of the nodes ``edges`` lead to; push the
+    nodes that have all their gradients now (NOTE [Backward order])."""
+    for (nxt, nr), g in zip(edges, outs):
         if nxt is None:
             continue
         buf = buffers.get(nxt)

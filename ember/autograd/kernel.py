@@ -311,9 +311,8 @@ class _Recording(NamedTuple):
     params: tuple
     now: frozenset  # tensor arguments saved as the arguments are scanned
     later: frozenset  # tensor arguments decided after the scan (conditions, in-place, strides)
-    saves: frozenset  # every tensor argument the rule may read
+    late: dict  # argument in ``later`` -> (record its strides, save it, condition or None)
     conds: dict  # argument -> names of which one must need a gradient for it to be saved
-    strides: frozenset  # arguments whose strides the rule reads (``ctx.stride_of``)
     save_result: bool
     inplace: bool
     which: frozenset | None  # outputs saved (None: all)
@@ -375,10 +374,11 @@ def register_derivative(op, rule: Callable, *, save=(), signature: Callable | No
         frozenset(int(s[len("result"):]) for s in results)
     bind = _binder(sig)
     strides = frozenset(strides)
+    later = frozenset(conds) | strides | (inputs if inplace else frozenset())
     op._autograd = _Recording(
-        cls, bind, tuple(params), frozenset() if inplace else inputs,
-        frozenset(conds) | strides | (inputs if inplace else frozenset()), saves, conds,
-        strides, bool(results), inplace, which, bind.positional)
+        cls, bind, tuple(params), frozenset() if inplace else inputs, later,
+        {n: (n in strides, n in saves, conds.get(n)) for n in later}, conds,
+        bool(results), inplace, which, bind.positional)
     op.register(AliasKey.Autograd, autograd_kernel, with_keyset=True)
     return cls
 
@@ -454,26 +454,27 @@ def _record(op, ks: int, args, kwargs):
 
     One pass over the arguments makes the edges, the input metadata and the unconditional
     saves; saves that depend on which inputs need a gradient, saves of an in-place op (after
-    its checks, so a pack hook never sees a refused call) and strides follow in ``_late``.
+    its checks, so a pack hook never sees a refused call) and strides follow the scan.
     """
-    r = op._autograd
-    if r.positional is not None and not kwargs:  # bind(args, kwargs), inlined
-        bound = dict(r.positional[1])
-        bound.update(zip(r.positional[0], args))
+    cls, bind, params, now, later, late, conds, save_result, inplace, which, positional = \
+        op._autograd
+    if positional is not None and not kwargs:  # bind(args, kwargs), inlined
+        bound = dict(positional[1])
+        bound.update(zip(positional[0], args))
     else:
-        bound = r.bind(args, kwargs)
+        bound = bind(args, kwargs)
         if bound.get("out") is not None:
             raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires "
                                "grad.")
-    node = _new(r.cls)  # OpNode: the slots Node.__init__ would set are all set here
+    node = _new(cls)  # OpNode: the slots Node.__init__ would set are all set here
     node.sequence_nr = next(_sequence)
-    now, later = r.now, r.later
     edges, metas, meta_of = [], [], {}
     structure = None  # built only when a tensor-list argument appears
     pending = None
+    needs = {} if conds else None  # name -> needs a gradient, for conditional saves
     self_t = None
-    for name in r.params:
+    for name in params:
         v = bound.get(name)
         if v is None or v.__class__ in _PLAIN_VALUES:
             continue
@@ -481,21 +482,28 @@ def _record(op, ks: int, args, kwargs):
             if self_t is None:
                 self_t = v
             fn = v.grad_fn
-            edges.append((fn, v._output_nr) if fn is not None else
-                         gradient_edge(v) or _NO_EDGE)
+            edge = (fn, v._output_nr) if fn is not None else gradient_edge(v) or _NO_EDGE
+            edges.append(edge)
             meta = (v._shape, v._dtype)
             metas.append(meta)
             meta_of[name] = meta
             if structure is not None:
                 structure.append(None)
+            if needs is not None:
+                needs[name] = edge[0] is not None
         elif isinstance(v, list | tuple) and v and all(isinstance(t, Tensor) for t in v):
             if structure is None:
                 structure = [None] * len(edges)
             structure.append(len(v))
+            hit = False
             for t in v:
-                edges.append(gradient_edge(t) or _NO_EDGE)
+                edge = gradient_edge(t) or _NO_EDGE
+                edges.append(edge)
+                hit = hit or edge[0] is not None
                 metas.append((t._shape, t._dtype))
             meta_of[name] = metas[-len(v):]
+            if needs is not None:
+                needs[name] = hit
             if name in now:
                 bound[name] = [save_input(t) for t in v]
                 continue
@@ -520,17 +528,38 @@ def _record(op, ks: int, args, kwargs):
         node._flat = False
     node._meta_of = meta_of
     node._result = None
-    if r.inplace:
+    if inplace:
         _check_inplace(op.name, self_t)
-    if pending is not None:
-        _late(r, node, bound, pending, self_t)
+    if pending is not None:  # see NOTE [Conditional saves]
+        for name in pending:
+            v = bound[name]
+            keep_stride, save, cond = late[name]
+            if keep_stride:
+                bound[name + ".stride"] = [t._stride for t in v] \
+                    if isinstance(v, list | tuple) else v._stride
+            if not save:
+                bound[name] = _UNSAVED
+                continue
+            if cond is not None:
+                for c in cond:
+                    if needs.get(c):
+                        break
+                else:
+                    bound[name] = _NOT_NEEDED
+                    continue
+            if isinstance(v, list | tuple):
+                bound[name] = [save_input(t) for t in v]
+            elif inplace and v is self_t:
+                bound[name] = SavedTensor(v.clone())  # the op is about to overwrite it
+            else:
+                bound[name] = save_input(v)
     node._bound = bound
     if anomaly._state.enabled:
         anomaly.record_stack(node)
     fn = op._cache.get(ks)  # op.lookup(ks), inlined
     out = (fn if fn is not None else op._compute(ks))(*args, **kwargs)
-    if out.__class__ is not Tensor or r.inplace:
-        return _mark_outputs(out, node, r.inplace, self_t, r.save_result, r.which)
+    if out.__class__ is not Tensor or inplace:
+        return _mark_outputs(out, node, inplace, self_t, save_result, which)
     node._num_outputs = 1
     node._out_meta = ((out._shape, out._dtype),)
     if out._dtype.category == _FLOATING:  # mark_requires_grad(out, node, 0), inlined
@@ -538,41 +567,8 @@ def _record(op, ks: int, args, kwargs):
         out._output_nr = 0
         out._ver.keys |= 1 << AUTOGRAD_KEY_OF_DEVICE[out._device.type]
         out._mkey = None
-    if r.save_result:
+    if save_result:
         node._result = SavedTensor(out, node, is_output=True)
-    return out
-
-
-def _late(r: _Recording, node: OpNode, bound: dict, names: list, self_t) -> None:
-    """The saves ``_record`` left for after its scan (see NOTE [Conditional saves])."""
-    needs = _needs_by_name(node) if r.conds else None
-    for name in names:
-        v = bound[name]
-        if name in r.strides:
-            bound[name + ".stride"] = [t._stride for t in v] if isinstance(v, list | tuple) \
-                else v._stride
-        if name not in r.saves:
-            bound[name] = _UNSAVED
-            continue
-        cond = r.conds.get(name)
-        if cond is not None and not any(needs.get(c, False) for c in cond):
-            bound[name] = _NOT_NEEDED
-        elif isinstance(v, list | tuple):
-            bound[name] = [save_input(t) for t in v]
-        elif r.inplace and v is self_t:
-            bound[name] = SavedTensor(v.clone())  # the op is about to overwrite it
-        else:
-            bound[name] = save_input(v)
-
-
-def _needs_by_name(node: OpNode) -> dict:
-    """Tensor argument name -> whether it (any tensor of a list) needs a gradient."""
-    edges = node.next_functions
-    out, i = {}, 0
-    for name, meta in node._meta_of.items():
-        n = len(meta) if meta.__class__ is list else 1
-        out[name] = any(e[0] is not None for e in edges[i:i + n])
-        i += n
     return out
 
 
