@@ -12,7 +12,18 @@ class EmberError(Exception):
 
 
 class OutOfMemoryError(RuntimeError, EmberError):
-    """An allocation failed because the device's capacity is exhausted (like torch's)."""
+    """An allocation failed because the device's capacity is exhausted (like torch's).
+
+    Example:
+        >>> ember.memory.empty_cache("meta")
+        >>> ember.memory.set_memory_limit(1 << 20, "meta")
+        >>> try:
+        ...     ember.empty(1 << 20, device="meta")  # 4 MiB
+        ... except ember.OutOfMemoryError as e:
+        ...     print(isinstance(e, RuntimeError))
+        True
+        >>> ember.memory.set_memory_limit(None, "meta")
+    """
 
 
 class DispatchError(NotImplementedError, EmberError):

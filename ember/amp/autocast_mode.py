@@ -60,7 +60,24 @@ def custom_fwd(fwd: Callable | None = None, *, device_type: str,
 
 def custom_bwd(bwd: Callable | None = None, *, device_type: str) -> Callable:
     """Decorate a custom ``Function``'s ``backward`` to run in the autocast state its
-    ``custom_fwd`` forward ran in."""
+    ``custom_fwd`` forward ran in.
+
+    Example:
+        >>> class Scale(ember.autograd.Function):
+        ...     @staticmethod
+        ...     @ember.amp.custom_fwd(device_type="cpu")
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     @ember.amp.custom_bwd(device_type="cpu")
+        ...     def backward(ctx, grad):
+        ...         return grad * 2
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with ember.autocast("cpu"):
+        ...     Scale.apply(x).sum().backward()
+        >>> x.grad
+        tensor([2., 2.])
+    """
     if not isinstance(device_type, str):
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
     if bwd is None:

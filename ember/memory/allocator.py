@@ -98,7 +98,13 @@ def physical_memory() -> int:
 
 
 def format_size(n: int) -> str:
-    """PyTorch's ``format_size``: bytes, KiB, MiB or GiB with two decimals."""
+    """PyTorch's ``format_size``: bytes, KiB, MiB or GiB with two decimals.
+
+    Example:
+        >>> from ember.memory import format_size
+        >>> format_size(1000), format_size(1536), format_size(3 << 20)
+        ('1000 bytes', '1.50 KiB', '3.00 MiB')
+    """
     if n <= 1024:
         return f"{n} bytes"
     if n <= 1 << 20:
@@ -121,7 +127,13 @@ def _next_division(size: int, divisions: int) -> int:
 
 
 def round_size(size: int, divisions: list[int] | None = None) -> int:
-    """The block size a request of ``size`` bytes gets (PyTorch's ``round_size``)."""
+    """The block size a request of ``size`` bytes gets (PyTorch's ``round_size``).
+
+    Example:
+        >>> from ember.memory import round_size
+        >>> round_size(1), round_size(512), round_size(513)
+        (512, 512, 1024)
+    """
     if size < K_MIN_BLOCK:
         return K_MIN_BLOCK
     if divisions is not None:
@@ -317,6 +329,11 @@ class CachingAllocator:
         config: the settings (``EMBER_ALLOC_CONF``).
         capacity: the device's total memory in bytes (the default limit).
         caching: False gives each block its own segment, released when the block is freed.
+
+    Example:
+        >>> allocator = ember.memory.get_allocator("meta")
+        >>> isinstance(allocator, ember.memory.CachingAllocator), allocator.device
+        (True, 'meta')
     """
 
     def __init__(self, device: str, backend, config: AllocatorConfig | None = None,

@@ -24,7 +24,14 @@ __all__ = ["LiveTensor", "live_tensors", "out_of_memory"]
 
 @dataclass
 class LiveTensor:
-    """One live allocation and the tensor over it (``ember.memory.live_tensors()``)."""
+    """One live allocation and the tensor over it (``ember.memory.live_tensors()``).
+
+    Example:
+        >>> x = ember.empty(1 << 26, device="meta")  # 256 MiB, the largest on this device
+        >>> info = ember.memory.live_tensors("meta", limit=1)[0]
+        >>> info.shape, info.dtype, info.nbytes, info.saved
+        ((67108864,), ember.float32, 268435456, False)
+    """
 
     nbytes: int  # block size (rounded, as counted by memory_allocated)
     requested: int  # bytes the storage asked for

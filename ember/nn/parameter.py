@@ -214,6 +214,12 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
         requires_grad: default False.
         device, dtype: what ``materialize`` uses by default.
         persistent: whether the buffer goes into ``state_dict`` when assigned to a module.
+
+    Example:
+        >>> buf = ember.nn.UninitializedBuffer()
+        >>> buf.materialize((2, 3))
+        >>> type(buf).__name__, buf.shape
+        ('Tensor', ember.Size([2, 3]))
     """
 
     __slots__ = ()

@@ -222,7 +222,13 @@ def heaviside(input, values, *, out=None):
 @operator("heaviside_(Tensor(a!) self, Tensor values) -> Tensor(a!)",
           (Tag.pointwise, Tag.inplace))
 def heaviside_(self, values):
-    """In-place :func:`heaviside`."""
+    """In-place :func:`heaviside`.
+
+    Example:
+        >>> x = ember.tensor([-1.0, 0.0, 2.0])
+        >>> x.heaviside_(ember.tensor([0.5]))
+        tensor([0.0000, 0.5000, 1.0000])
+    """
     shape, _, res = heaviside_plan(self, values)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)
@@ -288,7 +294,13 @@ def float_power(input, exponent, *, out=None):
 
 
 def float_power_(self: Tensor, exponent) -> Tensor:
-    """In-place :func:`float_power`; ``self`` must be float64."""
+    """In-place :func:`float_power`; ``self`` must be float64.
+
+    Example:
+        >>> x = ember.tensor([2.0, 3.0], dtype=ember.float64)
+        >>> ember.float_power_(x, 2) is x, x
+        (True, tensor([4., 9.], dtype=ember.float64))
+    """
     _require("float_power_", self)
     if self._dtype is not dt.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {self._dtype.scalar_name} "
@@ -326,7 +338,13 @@ def nextafter(input, other, *, out=None):
 @operator("nextafter_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
           (Tag.pointwise, Tag.inplace))
 def nextafter_(self, other):
-    """In-place :func:`nextafter`."""
+    """In-place :func:`nextafter`.
+
+    Example:
+        >>> x = ember.tensor([1.0], dtype=ember.float64)
+        >>> x.nextafter_(ember.tensor([2.0], dtype=ember.float64)).item() - 1.0 == 2.0 ** -52
+        True
+    """
     shape, _, res = binary_plan("nextafter", _NEXTAFTER, self, other)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)
@@ -368,7 +386,13 @@ def i0(input, *, out=None):
 
 @operator("i0_(Tensor(a!) self) -> Tensor(a!)", (Tag.pointwise, Tag.inplace))
 def i0_(self):
-    """In-place :func:`i0`."""
+    """In-place :func:`i0`.
+
+    Example:
+        >>> x = ember.tensor([0.0, 1.0])
+        >>> x.i0_()
+        tensor([1.0000, 1.2661])
+    """
     shape, _, res = unary_plan("i0", _I0, self)
     check_inplace(self, shape, res)
     return Spec(self._shape, self._dtype)

@@ -29,7 +29,15 @@ _SCALAR_TYPES = (bool, int, float, np.number, np.bool_)
 
 
 def default_tolerances(*dtypes: dt.DType) -> tuple[float, float]:
-    """The loosest ``(rtol, atol)`` among ``dtypes`` (``(0, 0)`` for integral and bool)."""
+    """The loosest ``(rtol, atol)`` among ``dtypes`` (``(0, 0)`` for integral and bool).
+
+    Example:
+        >>> from ember.testing import default_tolerances
+        >>> default_tolerances(ember.float32), default_tolerances(ember.int64)
+        ((1.3e-06, 1e-05), (0.0, 0.0))
+        >>> default_tolerances(ember.float32, ember.bfloat16)
+        (0.016, 1e-05)
+    """
     pairs = [_TOLERANCES.get(d, (0.0, 0.0)) for d in dtypes]
     return max(p[0] for p in pairs), max(p[1] for p in pairs)
 

@@ -216,6 +216,16 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor,
     Returns: ``(attn_output (L, N, E), attn_weights)``; the weights are ``(N, L, S)`` averaged
     over heads, ``(N, num_heads, L, S)`` if not ``average_attn_weights``, or None if not
     ``need_weights``.
+
+    Example:
+        >>> import ember.nn.functional as F
+        >>> E, heads = 4, 2
+        >>> q = ember.randn(3, 1, E)  # (L, N, E)
+        >>> out, weights = F.multi_head_attention_forward(
+        ...     q, q, q, E, heads, ember.randn(3 * E, E), ember.zeros(3 * E), None, None,
+        ...     False, 0.0, ember.randn(E, E), ember.zeros(E))
+        >>> out.shape, weights.shape
+        (ember.Size([3, 1, 4]), ember.Size([1, 3, 3]))
     """
     unbatched, query, key, value, key_padding_mask = _unbatched(query, key, value,
                                                                 key_padding_mask)
