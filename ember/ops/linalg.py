@@ -399,7 +399,7 @@ def bmm(input, mat2, *, out=None):
     return Spec(shape, input._dtype)
 
 
-@derivative(bmm, save=("input", "mat2"))
+@derivative(bmm, save={"input": "mat2", "mat2": "input"})
 def _bmm_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad
     return (bmm(grad, ctx.mat2.mT) if need_a else None,
@@ -439,7 +439,7 @@ def mv(input, vec, *, out=None):
     return Spec(_mv_shape(None, input, vec), input._dtype)
 
 
-@derivative(mv, save=("input", "vec"))
+@derivative(mv, save={"input": "vec", "vec": "input"})
 def _mv_backward(ctx, grad):
     need_a, need_v = ctx.needs_input_grad
     return (outer(grad, ctx.vec) if need_a else None,
@@ -458,7 +458,7 @@ def dot(input, tensor, *, out=None):
     return Spec((), input._dtype)
 
 
-@derivative(dot, save=("input", "tensor"))
+@derivative(dot, save={"input": "tensor", "tensor": "input"})
 def _dot_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad
     return (grad * ctx.tensor if need_a else None, grad * ctx.input if need_b else None)
@@ -476,7 +476,7 @@ def vdot(input, other, *, out=None):
     return Spec((), input._dtype)
 
 
-@derivative(vdot, save=("input", "other"))
+@derivative(vdot, save={"input": "other", "other": "input"})
 def _vdot_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad
     return (grad * ctx.other if need_a else None, grad * ctx.input if need_b else None)
@@ -499,7 +499,7 @@ def outer(input, vec2, *, out=None):
     return Spec(input._shape + vec2._shape, dt.promote_types(input._dtype, vec2._dtype))
 
 
-@derivative(outer, save=("input", "vec2"))
+@derivative(outer, save={"input": "vec2", "vec2": "input"})
 def _outer_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad  # operands may have other dtypes than grad
     return (mv(grad, ctx.vec2.to(grad.dtype)) if need_a else None,

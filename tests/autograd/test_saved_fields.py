@@ -183,3 +183,30 @@ def test_matmul_gradients_with_conditional_saves(shapes, needs):
     for e, t in zip(run(ember), run(torch)):
         # float32 products of a few terms: a few ulps of the largest values
         np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-4 * np.abs(t).max())
+
+
+@pytest.mark.parametrize("op", ["bmm", "mv", "dot", "vdot"])
+@pytest.mark.parametrize("needs", ["self", "other", "both"])
+def test_products_save_each_operand_only_for_the_other(op, needs):
+    shapes = {"bmm": ((2, 3, 4), (2, 4, 5)), "mv": ((3, 4), (4,)), "dot": ((4,), (4,)),
+              "vdot": ((4,), (4,))}[op]
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def run(lib, fields=None):
+        a = lib.tensor(arrays[0], requires_grad=needs in ("self", "both"))
+        b = lib.tensor(arrays[1], requires_grad=needs in ("other", "both"))
+        out = getattr(lib, op)(a, b)
+        node = out.grad_fn
+        if fields is None:  # torch's
+            fields = [n for n in dir(node) if n.startswith("_saved_") and "_sym_" not in n]
+        described = _describe(node, fields)
+        leaves = [t for t in (a, b) if t.requires_grad]
+        grads = lib.autograd.grad(out.sum(), leaves)
+        return fields, described, [g.detach().numpy() for g in grads]
+
+    fields, t_fields, t_grads = run(torch)
+    _, e_fields, e_grads = run(ember, fields)
+    assert len(fields) == 2 and e_fields == t_fields
+    for e, t in zip(e_grads, t_grads):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-5)
