@@ -59,25 +59,45 @@ class ReLU(_Inplace):
 
 
 class SELU(_Inplace):
-    """Scaled ELU with torch's self-normalising constants."""
+    """Scaled ELU with torch's self-normalising constants.
+
+    Example:
+        >>> ember.nn.SELU()(ember.tensor([-1.0, 2.0]))
+        tensor([-1.1113,  2.1014])
+    """
 
     _fn = staticmethod(F.selu)
 
 
 class SiLU(_Inplace):
-    """``x * sigmoid(x)``."""
+    """``x * sigmoid(x)``.
+
+    Example:
+        >>> ember.nn.SiLU()(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.2689,  0.0000,  0.7311])
+    """
 
     _fn = staticmethod(F.silu)
 
 
 class Mish(_Inplace):
-    """``x * tanh(softplus(x))``."""
+    """``x * tanh(softplus(x))``.
+
+    Example:
+        >>> ember.nn.Mish()(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.3034,  0.0000,  0.8651])
+    """
 
     _fn = staticmethod(F.mish)
 
 
 class Hardswish(_Inplace):
-    """``x * relu6(x + 3) / 6``."""
+    """``x * relu6(x + 3) / 6``.
+
+    Example:
+        >>> ember.nn.Hardswish()(ember.tensor([-1.0, 1.5, 4.0]))
+        tensor([-0.3333,  1.1250,  4.0000])
+    """
 
     _fn = staticmethod(F.hardswish)
 
@@ -86,7 +106,12 @@ class Hardswish(_Inplace):
 
 
 class Hardsigmoid(_Inplace):
-    """``relu6(x + 3) / 6``."""
+    """``relu6(x + 3) / 6``.
+
+    Example:
+        >>> ember.nn.Hardsigmoid()(ember.tensor([-4.0, 1.5, 4.0]))
+        tensor([0.0000, 0.7500, 1.0000])
+    """
 
     _fn = staticmethod(F.hardsigmoid)
 
@@ -95,37 +120,67 @@ class Hardsigmoid(_Inplace):
 
 
 class Sigmoid(_Plain):
-    """Logistic sigmoid."""
+    """Logistic sigmoid.
+
+    Example:
+        >>> ember.nn.Sigmoid()(ember.tensor([0.0, 2.0]))
+        tensor([0.5000, 0.8808])
+    """
 
     _fn = staticmethod(F.sigmoid)
 
 
 class Tanh(_Plain):
-    """Hyperbolic tangent."""
+    """Hyperbolic tangent.
+
+    Example:
+        >>> ember.nn.Tanh()(ember.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.7616])
+    """
 
     _fn = staticmethod(F.tanh)
 
 
 class Softsign(_Plain):
-    """``x / (1 + |x|)``."""
+    """``x / (1 + |x|)``.
+
+    Example:
+        >>> ember.nn.Softsign()(ember.tensor([-3.0, 1.0]))
+        tensor([-0.7500,  0.5000])
+    """
 
     _fn = staticmethod(F.softsign)
 
 
 class LogSigmoid(_Plain):
-    """``log(sigmoid(x))``."""
+    """``log(sigmoid(x))``.
+
+    Example:
+        >>> ember.nn.LogSigmoid()(ember.tensor([0.0, -2.0]))
+        tensor([-0.6931, -2.1269])
+    """
 
     _fn = staticmethod(F.logsigmoid)
 
 
 class Tanhshrink(_Plain):
-    """``x - tanh(x)``."""
+    """``x - tanh(x)``.
+
+    Example:
+        >>> ember.nn.Tanhshrink()(ember.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.2384])
+    """
 
     _fn = staticmethod(F.tanhshrink)
 
 
 class Hardtanh(Module):
-    """``clamp(x, min_val, max_val)``."""
+    """``clamp(x, min_val, max_val)``.
+
+    Example:
+        >>> ember.nn.Hardtanh(-2.0, 2.0)(ember.tensor([-3.0, 0.5, 3.0]))
+        tensor([-2.0000,  0.5000,  2.0000])
+    """
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
                  ) -> None:
@@ -142,7 +197,12 @@ class Hardtanh(Module):
 
 
 class ReLU6(Hardtanh):
-    """``min(max(x, 0), 6)``."""
+    """``min(max(x, 0), 6)``.
+
+    Example:
+        >>> ember.nn.ReLU6()(ember.tensor([-1.0, 3.0, 8.0]))
+        tensor([0., 3., 6.])
+    """
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
@@ -152,7 +212,12 @@ class ReLU6(Hardtanh):
 
 
 class LeakyReLU(Module):
-    """``x`` if positive, else ``negative_slope * x``."""
+    """``x`` if positive, else ``negative_slope * x``.
+
+    Example:
+        >>> ember.nn.LeakyReLU(0.25)(ember.tensor([-2.0, 3.0]))
+        tensor([-0.5000,  3.0000])
+    """
 
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False) -> None:
         super().__init__()
@@ -169,6 +234,11 @@ class PReLU(Module):
     """Leaky ReLU with a learned slope (``num_parameters`` 1 or the channel count).
 
     Shape: input ``(N, C, *)`` or any shape when ``num_parameters == 1``.
+
+    Example:
+        >>> m = ember.nn.PReLU(num_parameters=2, init=0.5)
+        >>> m(ember.tensor([[-2.0, -4.0]])).tolist(), m.weight.shape
+        ([[-1.0, -2.0]], ember.Size([2]))
     """
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None,
@@ -191,7 +261,13 @@ class PReLU(Module):
 
 
 class RReLU(Module):
-    """Randomized leaky ReLU (random slope in training, mean slope in eval)."""
+    """Randomized leaky ReLU (random slope in training, mean slope in eval).
+
+    Example:
+        >>> m = ember.nn.RReLU(0.25, 0.75).eval()  # the mean slope outside training
+        >>> m(ember.tensor([-1.0, 2.0]))
+        tensor([-0.5000,  2.0000])
+    """
 
     def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False
                  ) -> None:
@@ -206,7 +282,12 @@ class RReLU(Module):
 
 
 class ELU(Module):
-    """``x`` if positive, else ``alpha * (exp(x) - 1)``."""
+    """``x`` if positive, else ``alpha * (exp(x) - 1)``.
+
+    Example:
+        >>> ember.nn.ELU()(ember.tensor([-1.0, 2.0]))
+        tensor([-0.6321,  2.0000])
+    """
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
@@ -220,14 +301,26 @@ class ELU(Module):
 
 
 class CELU(ELU):
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Example:
+        >>> ember.nn.CELU(alpha=2.0)(ember.tensor([-1.0, 2.0]))
+        tensor([-0.7869,  2.0000])
+    """
 
     def forward(self, input: Tensor) -> Tensor:
         return F.celu(input, self.alpha, self.inplace)
 
 
 class GELU(Module):
-    """Gaussian error linear unit (``approximate='tanh'`` for the tanh form)."""
+    """Gaussian error linear unit (``approximate='tanh'`` for the tanh form).
+
+    Example:
+        >>> ember.nn.GELU()(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.1587,  0.0000,  0.8413])
+        >>> ember.nn.GELU(approximate="tanh")(ember.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.1588,  0.0000,  0.8412])
+    """
 
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
@@ -241,7 +334,12 @@ class GELU(Module):
 
 
 class Softplus(Module):
-    """``log(1 + exp(beta * x)) / beta``."""
+    """``log(1 + exp(beta * x)) / beta``.
+
+    Example:
+        >>> ember.nn.Softplus(beta=2.0)(ember.tensor([0.0, 30.0]))
+        tensor([ 0.3466, 30.0000])
+    """
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
@@ -274,25 +372,47 @@ class _DimActivation(Module):
 
 
 class Softmax(_DimActivation):
-    """Softmax along ``dim``."""
+    """Softmax along ``dim``.
+
+    Example:
+        >>> ember.nn.Softmax(dim=1)(ember.tensor([[1.0, 1.0], [0.0, 2.0]]))
+        tensor([[0.5000, 0.5000],
+                [0.1192, 0.8808]])
+    """
 
     _fn = staticmethod(F.softmax)
 
 
 class LogSoftmax(_DimActivation):
-    """Log-softmax along ``dim``."""
+    """Log-softmax along ``dim``.
+
+    Example:
+        >>> ember.nn.LogSoftmax(dim=0)(ember.tensor([1.0, 1.0, 1.0, 1.0]))
+        tensor([-1.3863, -1.3863, -1.3863, -1.3863])
+    """
 
     _fn = staticmethod(F.log_softmax)
 
 
 class Softmin(_DimActivation):
-    """Softmax of ``-x`` along ``dim``."""
+    """Softmax of ``-x`` along ``dim``.
+
+    Example:
+        >>> ember.nn.Softmin(dim=0)(ember.tensor([0.0, 2.0]))
+        tensor([0.8808, 0.1192])
+    """
 
     _fn = staticmethod(F.softmin)
 
 
 class Softmax2d(Module):
-    """Softmax over channels at each spatial location of ``(N, C, H, W)`` or ``(C, H, W)``."""
+    """Softmax over channels at each spatial location of ``(N, C, H, W)`` or ``(C, H, W)``.
+
+    Example:
+        >>> y = ember.nn.Softmax2d()(ember.zeros(1, 4, 2, 2))  # over the channels of each pixel
+        >>> y.shape, y[0, :, 0, 0]
+        (ember.Size([1, 4, 2, 2]), tensor([0.2500, 0.2500, 0.2500, 0.2500]))
+    """
 
     def forward(self, input: Tensor) -> Tensor:
         if input.dim() not in (3, 4):
@@ -302,7 +422,12 @@ class Softmax2d(Module):
 
 
 class GLU(Module):
-    """Gated linear unit over ``dim``."""
+    """Gated linear unit over ``dim``.
+
+    Example:
+        >>> ember.nn.GLU()(ember.tensor([2.0, -4.0, 0.0, 2.0]))
+        tensor([ 1.0000, -3.5232])
+    """
 
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
@@ -316,7 +441,12 @@ class GLU(Module):
 
 
 class Threshold(Module):
-    """``x`` where ``x > threshold``, else ``value``."""
+    """``x`` where ``x > threshold``, else ``value``.
+
+    Example:
+        >>> ember.nn.Threshold(1.0, -9.0)(ember.tensor([0.5, 1.0, 3.0]))
+        tensor([-9., -9.,  3.])
+    """
 
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
@@ -330,7 +460,12 @@ class Threshold(Module):
 
 
 class Hardshrink(Module):
-    """``x`` where ``|x| > lambd``, else 0."""
+    """``x`` where ``|x| > lambd``, else 0.
+
+    Example:
+        >>> ember.nn.Hardshrink()(ember.tensor([-1.0, 0.25, 2.0]))
+        tensor([-1.,  0.,  2.])
+    """
 
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
@@ -344,7 +479,12 @@ class Hardshrink(Module):
 
 
 class Softshrink(Hardshrink):
-    """Shrink toward 0 by ``lambd``."""
+    """Shrink toward 0 by ``lambd``.
+
+    Example:
+        >>> ember.nn.Softshrink()(ember.tensor([-1.0, 0.25, 2.0]))
+        tensor([-0.5000,  0.0000,  1.5000])
+    """
 
     def forward(self, input: Tensor) -> Tensor:
         return F.softshrink(input, self.lambd)

@@ -49,14 +49,24 @@ class L1Loss(_Loss):
 
 
 class MSELoss(_Loss):
-    """Mean (or sum) squared error."""
+    """Mean (or sum) squared error.
+
+    Example:
+        >>> ember.nn.MSELoss()(ember.tensor([1.0, 3.0]), ember.zeros(2))
+        tensor(5.)
+    """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
-    """Quadratic below ``beta``, L1 above."""
+    """Quadratic below ``beta``, L1 above.
+
+    Example:
+        >>> ember.nn.SmoothL1Loss(reduction="none")(ember.tensor([0.5, 3.0]), ember.zeros(2))
+        tensor([0.1250, 2.5000])
+    """
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
                  beta: float = 1.0) -> None:
@@ -68,7 +78,12 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
-    """Quadratic below ``delta``, ``delta``-scaled L1 above."""
+    """Quadratic below ``delta``, ``delta``-scaled L1 above.
+
+    Example:
+        >>> ember.nn.HuberLoss(delta=2.0)(ember.tensor([0.5, 3.0]), ember.zeros(2))
+        tensor(2.0625)
+    """
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         super().__init__(reduction=reduction)
@@ -79,7 +94,13 @@ class HuberLoss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
-    """Negative log-likelihood of class indices given log-probabilities."""
+    """Negative log-likelihood of class indices given log-probabilities.
+
+    Example:
+        >>> loss = ember.nn.NLLLoss()
+        >>> loss(ember.tensor([[-1.0, -2.0], [-3.0, -4.0]]), ember.tensor([1, 0]))
+        tensor(2.5000)
+    """
 
     def __init__(self, weight: Tensor | None = None, size_average=None,
                  ignore_index: int = -100, reduce=None, reduction: str = "mean") -> None:
@@ -115,7 +136,12 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class BCELoss(_WeightedLoss):
-    """Binary cross entropy of probabilities."""
+    """Binary cross entropy of probabilities.
+
+    Example:
+        >>> ember.nn.BCELoss()(ember.tensor([0.5, 0.5]), ember.tensor([1.0, 0.0]))
+        tensor(0.6931)
+    """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy(input, target, weight=self.weight,
@@ -123,7 +149,13 @@ class BCELoss(_WeightedLoss):
 
 
 class BCEWithLogitsLoss(_Loss):
-    """Binary cross entropy of logits (stable), with optional per-class ``pos_weight``."""
+    """Binary cross entropy of logits (stable), with optional per-class ``pos_weight``.
+
+    Example:
+        >>> loss = ember.nn.BCEWithLogitsLoss(pos_weight=ember.tensor([2.0]))
+        >>> loss(ember.zeros(2), ember.tensor([1.0, 0.0]))
+        tensor(1.0397)
+    """
 
     def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None,
                  reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
@@ -138,7 +170,14 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
-    """KL divergence; ``input`` holds log-probabilities (``log_target`` for the target too)."""
+    """KL divergence; ``input`` holds log-probabilities (``log_target`` for the target too).
+
+    Example:
+        >>> loss = ember.nn.KLDivLoss(reduction="batchmean", log_target=True)
+        >>> logp = ember.tensor([[0.25, 0.75]]).log()
+        >>> loss(logp, logp)
+        tensor(0.)
+    """
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
                  log_target: bool = False) -> None:
@@ -157,7 +196,13 @@ class _MarginLoss(_Loss):
 
 
 class MarginRankingLoss(_MarginLoss):
-    """``max(0, -y * (x1 - x2) + margin)``."""
+    """``max(0, -y * (x1 - x2) + margin)``.
+
+    Example:
+        >>> loss = ember.nn.MarginRankingLoss(margin=0.5)
+        >>> loss(ember.tensor([1.0, 2.0]), ember.tensor([2.0, 1.0]), ember.tensor([1.0, 1.0]))
+        tensor(0.7500)
+    """
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
@@ -165,7 +210,13 @@ class MarginRankingLoss(_MarginLoss):
 
 
 class HingeEmbeddingLoss(_MarginLoss):
-    """``x`` for y = 1, ``max(0, margin - x)`` for y = -1."""
+    """``x`` for y = 1, ``max(0, margin - x)`` for y = -1.
+
+    Example:
+        >>> loss = ember.nn.HingeEmbeddingLoss(reduction="none")
+        >>> loss(ember.tensor([0.25, 0.25]), ember.tensor([1.0, -1.0]))
+        tensor([0.2500, 0.7500])
+    """
 
     def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
                  reduction: str = "mean") -> None:
@@ -177,7 +228,13 @@ class HingeEmbeddingLoss(_MarginLoss):
 
 
 class CosineEmbeddingLoss(_MarginLoss):
-    """``1 - cos`` for y = 1, ``max(0, cos - margin)`` for y = -1."""
+    """``1 - cos`` for y = 1, ``max(0, cos - margin)`` for y = -1.
+
+    Example:
+        >>> a, b = ember.tensor([[1.0, 0.0]]), ember.tensor([[0.0, 1.0]])
+        >>> ember.nn.CosineEmbeddingLoss()(a, b, ember.tensor([-1]))
+        tensor(0.)
+    """
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
@@ -185,7 +242,13 @@ class CosineEmbeddingLoss(_MarginLoss):
 
 
 class TripletMarginLoss(_Loss):
-    """``max(0, d(a, p) - d(a, n) + margin)``."""
+    """``max(0, d(a, p) - d(a, n) + margin)``.
+
+    Example:
+        >>> a, p, n = ember.zeros(1, 2), ember.tensor([[3.0, 4.0]]), ember.tensor([[0.0, 1.0]])
+        >>> ember.nn.TripletMarginLoss(eps=0.0)(a, p, n)
+        tensor(5.)
+    """
 
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
                  swap: bool = False, size_average=None, reduce=None,
@@ -209,6 +272,12 @@ class TripletMarginWithDistanceLoss(_Loss):
 
     Raises:
         ValueError: ``margin <= 0``.
+
+    Example:
+        >>> l1 = lambda x, y: (x - y).abs().sum(-1)
+        >>> loss = ember.nn.TripletMarginWithDistanceLoss(distance_function=l1, margin=2.0)
+        >>> loss(ember.zeros(1, 2), ember.tensor([[1.0, 1.0]]), ember.tensor([[3.0, 0.0]]))
+        tensor(1.)
     """
 
     def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
@@ -228,14 +297,24 @@ class TripletMarginWithDistanceLoss(_Loss):
 
 
 class SoftMarginLoss(_Loss):
-    """``log(1 + exp(-y * x))``."""
+    """``log(1 + exp(-y * x))``.
+
+    Example:
+        >>> ember.nn.SoftMarginLoss()(ember.zeros(2), ember.tensor([1.0, -1.0]))
+        tensor(0.6931)
+    """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiMarginLoss(_WeightedLoss):
-    """Multi-class hinge loss."""
+    """Multi-class hinge loss.
+
+    Example:
+        >>> ember.nn.MultiMarginLoss()(ember.tensor([[0.5, 1.0, 0.0]]), ember.tensor([1]))
+        tensor(0.1667)
+    """
 
     def __init__(self, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
                  size_average=None, reduce=None, reduction: str = "mean") -> None:
@@ -264,7 +343,12 @@ class MultiLabelMarginLoss(_Loss):
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
-    """Per-label logistic loss averaged over classes."""
+    """Per-label logistic loss averaged over classes.
+
+    Example:
+        >>> ember.nn.MultiLabelSoftMarginLoss()(ember.zeros(1, 3), ember.tensor([[1.0, 0.0, 1.0]]))
+        tensor(0.6931)
+    """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
@@ -272,7 +356,12 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 
 
 class PoissonNLLLoss(_Loss):
-    """Poisson negative log-likelihood."""
+    """Poisson negative log-likelihood.
+
+    Example:
+        >>> ember.nn.PoissonNLLLoss()(ember.zeros(2), ember.tensor([1.0, 3.0]))
+        tensor(1.)
+    """
 
     def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
                  eps: float = 1e-8, reduce=None, reduction: str = "mean") -> None:
@@ -285,7 +374,13 @@ class PoissonNLLLoss(_Loss):
 
 
 class GaussianNLLLoss(_Loss):
-    """Gaussian negative log-likelihood with predicted variance."""
+    """Gaussian negative log-likelihood with predicted variance.
+
+    Example:
+        >>> loss = ember.nn.GaussianNLLLoss()
+        >>> loss(ember.tensor([1.0, 3.0]), ember.tensor([2.0, 1.0]), ember.ones(2))
+        tensor(1.2500)
+    """
 
     def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"
                  ) -> None:
