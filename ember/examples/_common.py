@@ -111,12 +111,12 @@ class Progress:
             self.bar.total = total - self.start
             self.bar.refresh()
 
-    def update(self, step: int, loss: float, tokens_per_s: float) -> None:
-        """Called after ``step`` steps are done."""
+    def update(self, step: int, loss: float, tokens_per_s: float, line: bool = True) -> None:
+        """Called after ``step`` steps are done; ``line=False`` skips a plain line due now."""
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens_per_s:.0f}", refresh=False)
             self.bar.update(1)
-        elif self.lines and self._line_due(step):
+        elif self.lines and line and self._line_due(step):
             elapsed = time.perf_counter() - self.t0
             left = elapsed / (step - self.start) * (self.total - step)
             self.write(f"step {step}/{self.total}: loss {loss:.4f}, {tokens_per_s:,.0f} "

@@ -509,8 +509,9 @@ def train(args, model: GPT, opt, corpus: CharCorpus, st: RunState, stop) -> None
         st.total = sched.total
         if st.step - start == PROBE_STEPS + 1:
             bar.write(estimate_line(sched, st, (now - t_first) / PROBE_STEPS))
-        bar.update(st.step, loss, rate)
-        if st.step % args.eval_interval == 0 or st.step == sched.total:
+        evaluating = st.step % args.eval_interval == 0 or st.step == sched.total
+        bar.update(st.step, loss, rate, line=not evaluating)
+        if evaluating:
             val = evaluate(model, corpus.val, args.batch_size, args.eval_iters)
             st.val.append([st.step, val])
             bar.write(f"step {st.step:5d}: train loss {loss:.4f}, held-out loss {val:.4f}")
