@@ -135,12 +135,23 @@ def _call_hook(ctx: CompileContext):
                 if isinstance(fwd, types.FunctionType):
                     return run_frame(ctx, fwd, [func, *args], kwargs)
         if (isinstance(f, types.FunctionType) and not _is_ember_library(f)
+                and not _is_library_file(f.__code__.co_filename)
                 and not f.__code__.co_flags & 0x2a0
                 and not getattr(f, "_ember_compiler_disabled", False)
                 and not getattr(f, "_torchdynamo_disable", False)):
             return run_frame(ctx, f, fargs, kwargs)
         return func(*args, **kwargs)
     return call
+
+
+_LIBRARY_DIRS = tuple({os.path.dirname(os.__file__), os.path.dirname(os.path.dirname(
+    types.__file__))} | {p for p in sys.path if p.endswith(("site-packages", "dist-packages"))})
+
+
+def _is_library_file(filename: str) -> bool:
+    """Standard-library and installed-package code: run natively when called at a break
+    (as Dynamo's skip files), never compiled as a frame of its own."""
+    return filename.startswith(_LIBRARY_DIRS)
 
 
 def _go_native(ctx, cc: CodeCache, reason: str, break_info) -> None:
@@ -268,7 +279,7 @@ def _build_segment(ctx, cc, cap: Capture, res, info: CodeInfo, pc: int, t0: floa
         body += lines
         body.append(f"O = __graph({', '.join(names)})")
     body += rb.pre + rb.effects + tail
-    name = f"__segment_{info.code.co_name}_{pc}"
+    name = f"__segment_{re.sub(r'[^0-9A-Za-z_]', '_', info.code.co_name)}_{pc}"
     src = f"def {name}(L, G):\n" + "".join(f"    {line}\n" for line in body)
     fn = compile_source(src, env, name, "segment")
     guards = cap.guards.build()

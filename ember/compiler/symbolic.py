@@ -275,6 +275,9 @@ class Capture:
             return sh
         self.source_of.setdefault(id(value), (value, src))
         self.keep.append(value)
+        if isinstance(value, types.MethodType) and self.source(value.__self__) is None:
+            # the receiver of a bound method read from the frame keeps a source too
+            self.wrap(value.__self__, f"{src}.__self__")
         Module = _module_types()
         if isinstance(value, Module):
             self._guard("module", src, value)
@@ -635,6 +638,11 @@ class Capture:
             return None
         if func is vars or (func is super and not args):
             raise GraphBreak(f"call to builtin {func.__name__} without arguments")
+        for a in args:
+            if (hasattr(type(a), "__next__") and self.source(a) is not None
+                    and id(a) not in self.real_of):
+                raise GraphBreak(f"{func.__name__}() would advance a "
+                                 f"{type(a).__name__} created outside the compiled region")
         if func in (bool, int, float, complex) and args and isinstance(args[0], Tensor):
             raise GraphBreak(f"{func.__name__}() of a tensor reads tensor data", _HINT_ITEM)
         if func is iter and args and not _iterable_ok(self, args[0]):
@@ -684,6 +692,19 @@ class Capture:
                              f"({type(obj).__name__}.{name})")
         if isinstance(obj, Tensor):
             raise GraphBreak(f"attribute write on an input tensor ({name})")
+        for k in type(obj).__mro__:
+            d = k.__dict__.get(name)
+            if d is None:
+                continue
+            if isinstance(d, property) and isinstance(d.fset, types.FunctionType):
+                self._inline(d.fset, [obj, value], {})
+                return
+            if hasattr(type(d), "__set__"):
+                raise GraphBreak(f"attribute write through a descriptor "
+                                 f"({type(obj).__name__}.{name})")
+            break
+        if not hasattr(obj, "__dict__") and not isinstance(obj, type):
+            raise GraphBreak(f"attribute write on a {type(obj).__name__} without __dict__")
         self.attr_overlay[(id(obj), name)] = value
         self.attr_writes.append((obj, name, value))
 
@@ -909,6 +930,9 @@ def _store_subscr(cap: Capture, fr: Frame, ins):
 @_s("FOR_ITER")
 def _for_iter(cap: Capture, fr: Frame, ins):
     it = fr.S[-1]
+    if cap.source(it) is not None:
+        raise GraphBreak(f"iteration over a {type(it).__name__} created outside the compiled "
+                         f"region cannot be unrolled")
     try:
         v = next(it)
     except StopIteration:
