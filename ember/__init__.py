@@ -67,6 +67,7 @@ from ember.dispatch.autocast import (
     set_autocast_enabled,
 )
 from ember.errors import OutOfMemoryError
+from ember.nn.functional._toplevel import *  # noqa: F403
 from ember.ops._promotion import result_type
 from ember.ops.composites import *  # noqa: F403
 from ember.ops.conv import *  # noqa: F403
