@@ -124,7 +124,14 @@ class BatchNorm1d(_BatchNorm):
 
 
 class BatchNorm2d(_BatchNorm):
-    """Batch normalisation over ``(N, C, H, W)`` input."""
+    """Batch normalisation over ``(N, C, H, W)`` input.
+
+    Example:
+        >>> bn = ember.nn.BatchNorm2d(3)
+        >>> y = bn(ember.randn(4, 3, 5, 5))
+        >>> y.shape, bn.running_mean.shape, int(bn.num_batches_tracked)
+        (ember.Size([4, 3, 5, 5]), ember.Size([3]), 1)
+    """
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
@@ -132,7 +139,13 @@ class BatchNorm2d(_BatchNorm):
 
 
 class BatchNorm3d(_BatchNorm):
-    """Batch normalisation over ``(N, C, D, H, W)`` input."""
+    """Batch normalisation over ``(N, C, D, H, W)`` input.
+
+    Example:
+        >>> bn = ember.nn.BatchNorm3d(2, affine=False)
+        >>> bn(ember.randn(2, 2, 3, 3, 3)).shape, bn.weight is None
+        (ember.Size([2, 2, 3, 3, 3]), True)
+    """
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 5:
@@ -173,7 +186,14 @@ class _InstanceNorm(_NormBase):
 
 
 class InstanceNorm1d(_InstanceNorm):
-    """Instance normalisation over ``(N, C, L)`` or ``(C, L)`` input."""
+    """Instance normalisation over ``(N, C, L)`` or ``(C, L)`` input.
+
+    Example:
+        >>> m = ember.nn.InstanceNorm1d(2)
+        >>> m(ember.tensor([[[1.0, 3.0], [5.0, 9.0]]])).round(decimals=3)
+        tensor([[[-1.,  1.],
+                 [-1.,  1.]]])
+    """
 
     _ndim = 1
 
@@ -191,6 +211,12 @@ class InstanceNorm2d(_InstanceNorm):
 
 
 class InstanceNorm3d(_InstanceNorm):
-    """Instance normalisation over ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input."""
+    """Instance normalisation over ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input.
+
+    Example:
+        >>> m = ember.nn.InstanceNorm3d(2, affine=True)
+        >>> m(ember.randn(1, 2, 2, 2, 2)).shape, m.weight.shape
+        (ember.Size([1, 2, 2, 2, 2]), ember.Size([2]))
+    """
 
     _ndim = 3

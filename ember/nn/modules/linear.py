@@ -76,6 +76,11 @@ class Bilinear(Module):
     """``y = x1^T A x2 + b`` with ``A`` of shape ``(out, in1, in2)``.
 
     Shape: inputs ``(*, in1)`` and ``(*, in2)``, output ``(*, out)``.
+
+    Example:
+        >>> m = ember.nn.Bilinear(2, 3, 5)
+        >>> m(ember.ones(4, 2), ember.ones(4, 3)).shape, m.weight.shape
+        (ember.Size([4, 5]), ember.Size([5, 2, 3]))
     """
 
     def __init__(self, in1_features: int, in2_features: int, out_features: int,

@@ -68,7 +68,13 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
-    """Normalise groups of channels per sample, then a per-channel affine."""
+    """Normalise groups of channels per sample, then a per-channel affine.
+
+    Example:
+        >>> m = ember.nn.GroupNorm(2, 4)
+        >>> m(ember.tensor([[1.0, 3.0, 5.0, 9.0]])).detach().round(decimals=3)
+        tensor([[-1.,  1., -1.,  1.]])
+    """
 
     _pickle_defaults = {"_bias_flag": lambda m: m._parameters.get("bias") is not None}
 
@@ -93,7 +99,13 @@ class GroupNorm(Module):
 
 
 class RMSNorm(Module):
-    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims."""
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims.
+
+    Example:
+        >>> m = ember.nn.RMSNorm(2)
+        >>> m(ember.tensor([[3.0, -3.0]])).detach().round(decimals=3)
+        tensor([[ 1., -1.]])
+    """
 
     def __init__(self, normalized_shape, eps: float | None = None,
                  elementwise_affine: bool = True, device=None, dtype=None) -> None:

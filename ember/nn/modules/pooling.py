@@ -159,7 +159,12 @@ class _Adaptive(Module):
 
 
 class AdaptiveAvgPool1d(_Adaptive):
-    """Adaptive 1-d average pooling to ``output_size`` (``torch.nn.AdaptiveAvgPool1d``)."""
+    """Adaptive 1-d average pooling to ``output_size`` (``torch.nn.AdaptiveAvgPool1d``).
+
+    Example:
+        >>> ember.nn.AdaptiveAvgPool1d(2)(ember.tensor([[[1.0, 2.0, 3.0, 5.0]]]))
+        tensor([[[1.5000, 4.0000]]])
+    """
 
     def __init__(self, output_size) -> None:
         super().__init__(output_size)
@@ -185,7 +190,12 @@ class AdaptiveAvgPool2d(_Adaptive):
 
 
 class AdaptiveMaxPool1d(_Adaptive):
-    """Adaptive 1-d max pooling (``torch.nn.AdaptiveMaxPool1d``)."""
+    """Adaptive 1-d max pooling (``torch.nn.AdaptiveMaxPool1d``).
+
+    Example:
+        >>> ember.nn.AdaptiveMaxPool1d(2)(ember.tensor([[[1.0, 4.0, 3.0, 2.0]]]))
+        tensor([[[4., 3.]]])
+    """
 
     def forward(self, input: Tensor):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
@@ -264,13 +274,24 @@ class LPPool1d(_LPPoolNd):
 
 
 class LPPool2d(_LPPoolNd):
-    """2-d power-average pooling (``torch.nn.LPPool2d``); see ``F.lp_pool2d``."""
+    """2-d power-average pooling (``torch.nn.LPPool2d``); see ``F.lp_pool2d``.
+
+    Example:
+        >>> pool = ember.nn.LPPool2d(2, kernel_size=2)
+        >>> pool(ember.tensor([[[[1.0, 1.0], [1.0, 2.0]]]]))  # sqrt(1 + 1 + 1 + 4)
+        tensor([[[[2.6458]]]])
+    """
 
     _fn = staticmethod(F.lp_pool2d)
 
 
 class LPPool3d(_LPPoolNd):
-    """3-d power-average pooling (``torch.nn.LPPool3d``); see ``F.lp_pool3d``."""
+    """3-d power-average pooling (``torch.nn.LPPool3d``); see ``F.lp_pool3d``.
+
+    Example:
+        >>> ember.nn.LPPool3d(1, kernel_size=2)(ember.ones(1, 1, 2, 2, 2))  # a sum over each window
+        tensor([[[[[8.]]]]])
+    """
 
     _fn = staticmethod(F.lp_pool3d)
 
@@ -310,14 +331,30 @@ class MaxUnpool1d(_MaxUnpoolNd):
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
-    """Partial inverse of ``MaxPool2d`` (``torch.nn.MaxUnpool2d``)."""
+    """Partial inverse of ``MaxPool2d`` (``torch.nn.MaxUnpool2d``).
+
+    Example:
+        >>> pool, unpool = ember.nn.MaxPool2d(2, return_indices=True), ember.nn.MaxUnpool2d(2)
+        >>> x = ember.tensor([[[[1.0, 2.0], [4.0, 3.0]]]])
+        >>> unpool(*pool(x))
+        tensor([[[[0., 0.],
+                  [4., 0.]]]])
+    """
 
     _nd = 2
     _fn = staticmethod(F.max_unpool2d)
 
 
 class MaxUnpool3d(_MaxUnpoolNd):
-    """Partial inverse of ``MaxPool3d`` (``torch.nn.MaxUnpool3d``)."""
+    """Partial inverse of ``MaxPool3d`` (``torch.nn.MaxUnpool3d``).
+
+    Example:
+        >>> pool, unpool = ember.nn.MaxPool3d(2, return_indices=True), ember.nn.MaxUnpool3d(2)
+        >>> x = ember.arange(8.0).reshape(1, 1, 2, 2, 2)
+        >>> y = unpool(*pool(x))
+        >>> y.shape, y.sum().item()
+        (ember.Size([1, 1, 2, 2, 2]), 7.0)
+    """
 
     _nd = 3
     _fn = staticmethod(F.max_unpool3d)
@@ -364,14 +401,28 @@ class FractionalMaxPool2d(_FractionalMaxPoolNd):
 
 
 class FractionalMaxPool3d(_FractionalMaxPoolNd):
-    """3-d fractional max pooling (``torch.nn.FractionalMaxPool3d``)."""
+    """3-d fractional max pooling (``torch.nn.FractionalMaxPool3d``).
+
+    Example:
+        >>> pool = ember.nn.FractionalMaxPool3d(2, output_size=(2, 2, 2))
+        >>> pool(ember.rand(1, 3, 5, 5, 5)).shape
+        ember.Size([1, 3, 2, 2, 2])
+    """
 
     _nd = 3
     _fn = staticmethod(F.fractional_max_pool3d)
 
 
 class Fold(Module):
-    """Combine sliding blocks into an image (``torch.nn.Fold``); see ``F.fold``."""
+    """Combine sliding blocks into an image (``torch.nn.Fold``); see ``F.fold``.
+
+    Example:
+        >>> fold = ember.nn.Fold(output_size=(3, 3), kernel_size=2)
+        >>> fold(ember.ones(1, 4, 4))  # overlapping blocks add up
+        tensor([[[[1., 2., 1.],
+                  [2., 4., 2.],
+                  [1., 2., 1.]]]])
+    """
 
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1) -> None:
         super().__init__()
@@ -410,7 +461,15 @@ class Unfold(Module):
 
 
 class Upsample(Module):
-    """Resize by ``size`` or ``scale_factor`` (``torch.nn.Upsample``); see ``F.interpolate``."""
+    """Resize by ``size`` or ``scale_factor`` (``torch.nn.Upsample``); see ``F.interpolate``.
+
+    Example:
+        >>> ember.nn.Upsample(scale_factor=2)(ember.tensor([[[1.0, 2.0]]]))
+        tensor([[[1., 1., 2., 2.]]])
+        >>> up = ember.nn.Upsample(size=3, mode="linear", align_corners=True)
+        >>> up(ember.tensor([[[0.0, 1.0]]]))
+        tensor([[[0.0000, 0.5000, 1.0000]]])
+    """
 
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest",
                  align_corners: bool | None = None,
@@ -432,14 +491,24 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
-    """Nearest 2-d upsampling (``torch.nn.UpsamplingNearest2d``)."""
+    """Nearest 2-d upsampling (``torch.nn.UpsamplingNearest2d``).
+
+    Example:
+        >>> ember.nn.UpsamplingNearest2d(scale_factor=2)(ember.tensor([[[[1.0, 2.0]]]])).shape
+        ember.Size([1, 1, 2, 4])
+    """
 
     def __init__(self, size=None, scale_factor=None) -> None:
         super().__init__(size, scale_factor, mode="nearest")
 
 
 class UpsamplingBilinear2d(Upsample):
-    """Bilinear 2-d upsampling with ``align_corners=True`` (``torch.nn.UpsamplingBilinear2d``)."""
+    """Bilinear 2-d upsampling with ``align_corners=True`` (``torch.nn.UpsamplingBilinear2d``).
+
+    Example:
+        >>> ember.nn.UpsamplingBilinear2d(size=(1, 3))(ember.tensor([[[[0.0, 1.0]]]]))
+        tensor([[[[0.0000, 0.5000, 1.0000]]]])
+    """
 
     def __init__(self, size=None, scale_factor=None) -> None:
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

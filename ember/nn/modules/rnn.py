@@ -109,6 +109,11 @@ class RNNBase(Module):
     (suffix ``''`` or ``'_reverse'``): ``weight_ih_l{k}`` ``(G*H, in)``, ``weight_hh_l{k}``
     ``(G*H, H_out)``, ``bias_ih_l{k}``/``bias_hh_l{k}`` ``(G*H,)`` and, for an LSTM with
     ``proj_size``, ``weight_hr_l{k}`` ``(proj_size, H)``; all start ``U(-1/sqrt(H), 1/sqrt(H))``.
+
+    Example:
+        >>> rnn = ember.nn.LSTM(4, 3, num_layers=2)
+        >>> isinstance(rnn, ember.nn.RNNBase), rnn.mode, len(rnn.all_weights)
+        (True, 'LSTM', 2)
     """
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
@@ -414,7 +419,13 @@ class GRU(RNNBase):
 # -- cells ------------------------------------------------------------------------------------
 class RNNCellBase(Module):
     """One time step's parameters: ``weight_ih`` ``(G*H, in)``, ``weight_hh`` ``(G*H, H)``,
-    ``bias_ih``/``bias_hh`` ``(G*H,)``, all ``U(-1/sqrt(H), 1/sqrt(H))`` as torch."""
+    ``bias_ih``/``bias_hh`` ``(G*H,)``, all ``U(-1/sqrt(H), 1/sqrt(H))`` as torch.
+
+    Example:
+        >>> cell = ember.nn.GRUCell(4, 3)
+        >>> isinstance(cell, ember.nn.RNNCellBase), cell(ember.randn(2, 4)).shape
+        (True, ember.Size([2, 3]))
+    """
 
     _name = "RNNCell"
 

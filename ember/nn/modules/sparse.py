@@ -109,6 +109,11 @@ class EmbeddingBag(_EmbeddingBase):
     """Sums, means or maxima of bags of embeddings.
 
     Shape: input ``(B, N)`` or ``(L,)`` with ``offsets`` ``(B,)``; output ``(B, D)``.
+
+    Example:
+        >>> bag = ember.nn.EmbeddingBag(10, 3, mode="sum")
+        >>> bag(ember.tensor([1, 2, 4, 5]), ember.tensor([0, 3])).shape  # bags [1, 2, 4] and [5]
+        ember.Size([2, 3])
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,

@@ -261,6 +261,13 @@ class TransformerEncoder(Module):
 
     ``is_causal=None`` detects a causal ``mask`` (equal to
     :meth:`Transformer.generate_square_subsequent_mask`) as torch does.
+
+    Example:
+        >>> layer = ember.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16,
+        ...                                          batch_first=True)
+        >>> encoder = ember.nn.TransformerEncoder(layer, num_layers=2)
+        >>> encoder(ember.randn(3, 5, 8)).shape  # (batch, sequence, d_model)
+        ember.Size([3, 5, 8])
     """
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int,
@@ -406,7 +413,14 @@ class TransformerDecoderLayer(Module):
 
 
 class TransformerDecoder(Module):
-    """``num_layers`` deep copies of ``decoder_layer`` applied in turn, then ``norm``."""
+    """``num_layers`` deep copies of ``decoder_layer`` applied in turn, then ``norm``.
+
+    Example:
+        >>> layer = ember.nn.TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16)
+        >>> decoder = ember.nn.TransformerDecoder(layer, num_layers=2)
+        >>> decoder(ember.randn(4, 3, 8), ember.randn(5, 3, 8)).shape
+        ember.Size([4, 3, 8])
+    """
 
     def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int,
                  norm: Module | None = None) -> None:
@@ -438,6 +452,12 @@ class Transformer(Module):
     Every parameter with more than one dim is re-initialised with ``xavier_uniform_``, as torch.
 
     Shape: src ``(S, N, E)``, tgt ``(T, N, E)`` (batch-first or unbatched alike) -> tgt's.
+
+    Example:
+        >>> model = ember.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1,
+        ...                              num_decoder_layers=1, dim_feedforward=16)
+        >>> model(ember.randn(5, 3, 8), ember.randn(4, 3, 8)).shape
+        ember.Size([4, 3, 8])
     """
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
