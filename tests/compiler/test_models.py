@@ -100,3 +100,19 @@ def test_lstm_cell_loop_in_user_code(T):
         out = explain(run)(xs, h, c)
         assert (out.graph_count, out.graph_break_count) == (1, 0)
         _close(ember.compile(run)(xs, h, c), run(xs, h, c))
+
+
+def test_training_step_gradients_match_eager():
+    ember.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 2))
+    m2 = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 2))
+    m2.load_state_dict(m1.state_dict())
+    x = _rand(5, 6)
+    cm = ember.compile(m1)
+    loss1 = (cm(x) ** 2).mean()
+    loss2 = (m2(x) ** 2).mean()
+    loss1.backward()
+    loss2.backward()
+    np.testing.assert_allclose(loss1.detach().numpy(), loss2.detach().numpy(), rtol=1e-6)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(p1.grad.numpy(), p2.grad.numpy(), rtol=1e-5, atol=1e-7)
