@@ -185,7 +185,13 @@ class _LazyConvMixin(LazyModuleMixin):
 
 class LazyConv1d(_LazyConvMixin, Conv1d):
     """``Conv1d`` whose ``in_channels`` is inferred from the first input
-    (``torch.nn.LazyConv1d``); it then becomes a ``Conv1d``."""
+    (``torch.nn.LazyConv1d``); it then becomes a ``Conv1d``.
+
+    Example:
+        >>> m = ember.nn.LazyConv1d(4, kernel_size=3)
+        >>> m(ember.randn(2, 5, 10)).shape, type(m).__name__, tuple(m.weight.shape)
+        (ember.Size([2, 4, 8]), 'Conv1d', (4, 5, 3))
+    """
 
     cls_to_become = Conv1d
     _nd = 1
@@ -200,7 +206,13 @@ class LazyConv1d(_LazyConvMixin, Conv1d):
 
 class LazyConv2d(_LazyConvMixin, Conv2d):
     """``Conv2d`` whose ``in_channels`` is inferred from the first input
-    (``torch.nn.LazyConv2d``); it then becomes a ``Conv2d``."""
+    (``torch.nn.LazyConv2d``); it then becomes a ``Conv2d``.
+
+    Example:
+        >>> m = ember.nn.LazyConv2d(4, kernel_size=3)
+        >>> m(ember.randn(2, 5, 8, 8)).shape, type(m).__name__, tuple(m.weight.shape)
+        (ember.Size([2, 4, 6, 6]), 'Conv2d', (4, 5, 3, 3))
+    """
 
     cls_to_become = Conv2d
     _nd = 2
@@ -215,7 +227,13 @@ class LazyConv2d(_LazyConvMixin, Conv2d):
 
 class LazyConv3d(_LazyConvMixin, Conv3d):
     """``Conv3d`` whose ``in_channels`` is inferred from the first input
-    (``torch.nn.LazyConv3d``); it then becomes a ``Conv3d``."""
+    (``torch.nn.LazyConv3d``); it then becomes a ``Conv3d``.
+
+    Example:
+        >>> m = ember.nn.LazyConv3d(4, kernel_size=2)
+        >>> m(ember.randn(1, 5, 3, 3, 3)).shape, type(m).__name__, tuple(m.weight.shape)
+        (ember.Size([1, 4, 2, 2, 2]), 'Conv3d', (4, 5, 2, 2, 2))
+    """
 
     cls_to_become = Conv3d
     _nd = 3
@@ -230,7 +248,13 @@ class LazyConv3d(_LazyConvMixin, Conv3d):
 
 class LazyConvTranspose1d(_LazyConvMixin, ConvTranspose1d):
     """``ConvTranspose1d`` whose ``in_channels`` is inferred from the first input
-    (``torch.nn.LazyConvTranspose1d``); it then becomes a ``ConvTranspose1d``."""
+    (``torch.nn.LazyConvTranspose1d``); it then becomes a ``ConvTranspose1d``.
+
+    Example:
+        >>> m = ember.nn.LazyConvTranspose1d(4, kernel_size=3)
+        >>> m(ember.randn(2, 5, 10)).shape, type(m).__name__, tuple(m.weight.shape)
+        (ember.Size([2, 4, 12]), 'ConvTranspose1d', (5, 4, 3))
+    """
 
     cls_to_become = ConvTranspose1d
     _nd = 1
@@ -245,7 +269,13 @@ class LazyConvTranspose1d(_LazyConvMixin, ConvTranspose1d):
 
 class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
     """``ConvTranspose2d`` whose ``in_channels`` is inferred from the first input
-    (``torch.nn.LazyConvTranspose2d``); it then becomes a ``ConvTranspose2d``."""
+    (``torch.nn.LazyConvTranspose2d``); it then becomes a ``ConvTranspose2d``.
+
+    Example:
+        >>> m = ember.nn.LazyConvTranspose2d(4, kernel_size=3)
+        >>> m(ember.randn(2, 5, 8, 8)).shape, type(m).__name__, tuple(m.weight.shape)
+        (ember.Size([2, 4, 10, 10]), 'ConvTranspose2d', (5, 4, 3, 3))
+    """
 
     cls_to_become = ConvTranspose2d
     _nd = 2
@@ -260,7 +290,13 @@ class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
 
 class LazyConvTranspose3d(_LazyConvMixin, ConvTranspose3d):
     """``ConvTranspose3d`` whose ``in_channels`` is inferred from the first input
-    (``torch.nn.LazyConvTranspose3d``); it then becomes a ``ConvTranspose3d``."""
+    (``torch.nn.LazyConvTranspose3d``); it then becomes a ``ConvTranspose3d``.
+
+    Example:
+        >>> m = ember.nn.LazyConvTranspose3d(4, kernel_size=2)
+        >>> m(ember.randn(1, 5, 3, 3, 3)).shape, type(m).__name__, tuple(m.weight.shape)
+        (ember.Size([1, 4, 4, 4, 4]), 'ConvTranspose3d', (5, 4, 2, 2, 2))
+    """
 
     cls_to_become = ConvTranspose3d
     _nd = 3
@@ -315,10 +351,16 @@ def _lazy_norm(base: type, doc: str) -> type:
 
 _NORM_DOC = ("``{0}`` whose ``num_features`` is inferred from ``input.shape[1]`` on the first "
              "call (``torch.nn.Lazy{0}``); it then becomes a ``{0}``. Defaults as torch's lazy "
-             "class: ``affine=True, track_running_stats=True``.")
-LazyBatchNorm1d = _lazy_norm(BatchNorm1d, _NORM_DOC.format("BatchNorm1d"))
-LazyBatchNorm2d = _lazy_norm(BatchNorm2d, _NORM_DOC.format("BatchNorm2d"))
-LazyBatchNorm3d = _lazy_norm(BatchNorm3d, _NORM_DOC.format("BatchNorm3d"))
-LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, _NORM_DOC.format("InstanceNorm1d"))
-LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, _NORM_DOC.format("InstanceNorm2d"))
-LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, _NORM_DOC.format("InstanceNorm3d"))
+             "class: ``affine=True, track_running_stats=True``.\n\n"
+             "Example:\n"
+             "    >>> m = ember.nn.Lazy{0}()\n"
+             "    >>> m(ember.randn({1})).shape, type(m).__name__, m.num_features\n"
+             "    (ember.Size([{1}]), '{0}', 3)\n")
+LazyBatchNorm1d = _lazy_norm(BatchNorm1d, _NORM_DOC.format("BatchNorm1d", "2, 3, 4"))
+LazyBatchNorm2d = _lazy_norm(BatchNorm2d, _NORM_DOC.format("BatchNorm2d", "2, 3, 4, 4"))
+LazyBatchNorm3d = _lazy_norm(BatchNorm3d, _NORM_DOC.format("BatchNorm3d", "2, 3, 2, 2, 2"))
+LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, _NORM_DOC.format("InstanceNorm1d", "2, 3, 4"))
+LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, _NORM_DOC.format("InstanceNorm2d",
+                                                                  "2, 3, 4, 4"))
+LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, _NORM_DOC.format("InstanceNorm3d",
+                                                                  "2, 3, 2, 2, 2"))
