@@ -34,6 +34,12 @@ def _cell(*v):
     return types.CellType(*v)
 
 
+def _mkobj(cls, state):
+    obj = cls.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
 def _mkfn(code, g, name, qualname, defaults, kwdefaults, closure):
     f = types.FunctionType(code, g, name, defaults, closure)
     f.__qualname__ = qualname
@@ -49,7 +55,7 @@ class Rebuilder:
         self.cap = capture
         self.outputs: list = []          # graph nodes to output, in order
         self._out_index: dict[int, int] = {}
-        self.env: dict = {"NULL": NULL, "_cell": _cell, "_mkfn": _mkfn}
+        self.env: dict = {"NULL": NULL, "_cell": _cell, "_mkfn": _mkfn, "_mkobj": _mkobj}
         self._nconst = 0
         self.pre: list[str] = []         # statements evaluating values (step 2)
         self.effects: list[str] = []     # mutations (step 3)
@@ -148,14 +154,19 @@ class Rebuilder:
         if isinstance(v, types.MethodType):
             return f"{self.const(types.MethodType)}({self.expr(v.__func__, depth + 1)}, " \
                    f"{self.expr(v.__self__, depth + 1)})"
-        if type(v).__module__.startswith("ember.autograd.grad_mode"):
-            raise CannotRebuild("a live grad-mode context manager")
+        if type(v).__module__ == "ember.autograd.grad_mode" and hasattr(v, "__dict__"):
+            # a grad-mode manager entered during capture, live at a break inside its block:
+            # an equivalent object whose __exit__ restores the same state
+            return f"_mkobj({self.const(type(v))}, {self.const(dict(v.__dict__))})"
         raise CannotRebuild(f"a live {type(v).__name__} object created during capture")
 
     # -- side effects ------------------------------------------------------------------
     def side_effects(self) -> None:
         """Emit replay statements for every recorded mutation (values evaluated first)."""
         cap = self.cap
+        if cap.exit_grad != cap.entry_grad:
+            from ember.autograd.grad_mode import grad_state
+            self.effects.append(f"{self.const(grad_state())}.enabled = {cap.exit_grad}")
         for sh, _real, snap in cap.real_of.values():
             if type(sh) is list:
                 if len(sh) != len(snap) or any(a is not b for a, b in zip(sh, snap)):

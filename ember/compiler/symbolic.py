@@ -225,6 +225,7 @@ class Capture:
         self.depth = 0
         self.L0: list = []
         self.trace: list | None = None     # (instr, depth before, depth after, result)
+        self.entry_grad = self.exit_grad = True
 
     # -- sources and guards ----------------------------------------------------------------
     def wrap(self, value, src: str | None, module_owned: bool = False):
@@ -333,8 +334,11 @@ class Capture:
 
         gs = grad_state()
         saved = gs.enabled
+        self.entry_grad = saved
         try:
-            return self._run_root()
+            res = self._run_root()
+            self.exit_grad = gs.enabled     # a segment exit sets grad mode when they differ
+            return res
         finally:
             gs.enabled = saved
 
@@ -430,8 +434,6 @@ class Capture:
                 return self._end_break(res, fr, pc, GraphBreak("exception handling"), ())
 
     def _end_break(self, res, fr, pc, gb: GraphBreak, inline_stack) -> CaptureResult:
-        if self.with_depth:
-            raise Unsupported(f"graph break inside a `with` block ({gb.reason})")
         res.kind = "break"
         res.break_index = pc
         res.break_info = BreakInfo(gb.reason, gb.hint, self.info.code, pc, inline_stack)

@@ -797,3 +797,33 @@ def test_module_list_children_are_lifted_not_baked():
         _close(cm(x), m(x))
         m.layers[2].weight = nn.Parameter(_x(4, 4, seed=9))
         _close(cm(x), m(x))
+
+
+def test_break_inside_no_grad_block_restores_grad_mode(capsys):
+    def f(x):
+        with ember.no_grad():
+            y = x * 2
+            print("inside")
+            z = y + x
+        return y, z, z * x
+
+    x = _x(3)
+    out = explain(f)(x)
+    assert (out.graph_count, out.graph_break_count) == (2, 1) and not out.native_frames
+    cf = ember.compile(f, backend="eager")
+    for _ in range(2):
+        _close(cf(x), f(x))
+        assert ember.is_grad_enabled()
+
+
+def test_set_grad_enabled_call_is_replayed():
+    def g(x):
+        ember.set_grad_enabled(False)
+        return x * 2
+
+    x = _x(3)
+    try:
+        _close(ember.compile(g, backend="eager")(x), x * 2)
+        assert not ember.is_grad_enabled()
+    finally:
+        ember.set_grad_enabled(True)
