@@ -15,6 +15,9 @@ offset is pushed when the entry says so, then the exception. The handler's ``PUS
 runs the handler body inside a Python ``except`` clause for that exception, so
 ``sys.exc_info()``, bare ``raise`` and implicit exception chaining see the exception CPython
 would, until the matching ``POP_EXCEPT``.
+
+Length: one small handler per opcode, kept together as one table (Thunder's layout, without
+its size); the file is long for that reason only.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """The frame driver: runs a compiled function as a chain of segments and concrete steps.
 
+NOTE [Graph-break resumption]
+
 ``run_frame(ctx, fn, args, kwargs)`` binds the arguments into ``L`` (the frame state: CPython's
 localsplus followed by the value stack), then repeatedly looks up the compiled *segment* for
 the current instruction in the code object's cache (guards decide which entry applies),

@@ -26,6 +26,9 @@ root ``CALL`` the break (compiler-design.md 4.1).
 Side effects are recorded, never applied: attribute/global/closure-cell writes go to overlays
 that later reads consult; mutated shadow containers are compared with their snapshot at exit.
 :mod:`ember.compiler.side_effects` turns them into replay code.
+
+Length: the capture state, the call policy and the opcode overrides belong together; the file
+is over 800 lines because the call policy (what is inlined, run, or a break) is spelled out.
 """
 
 from __future__ import annotations

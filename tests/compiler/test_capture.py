@@ -385,6 +385,8 @@ def test_case18_exception_handled_concretely():
     _close(ember.compile(f, backend="eager")(x), f(x))
 
 
+@pytest.mark.xfail(strict=True, reason="the eager backend replays every node in the grad mode "
+                   "of the call, not the node's recorded grad_mode (ember/compiler/INTERFACES.md)")
 def test_case19_no_grad_block():
     def f(x):
         with ember.no_grad():

@@ -40,7 +40,7 @@ _NUMPY_VIEW_WRITES = {"t_factory", "t_setitem"}
 def test_tensor_corpus(fn, make_args, backend, request):
     if backend == "numpy" and fn.__name__ in _NUMPY_VIEW_WRITES:
         request.applymarker(pytest.mark.xfail(reason="numpy backend: writes through views of "
-                                              "intermediates", strict=False))
+                                              "intermediates", strict=True))
     cf = ember.compile(fn, backend=backend)
     for _ in range(2):
         _close(cf(*make_args()), fn(*make_args()))
