@@ -1294,7 +1294,14 @@ def _declare_addc(name: str, doc: str):
         return Spec(self._shape, self._dtype)
 
     rule.__doc__ = doc
-    rule_.__doc__ = f"In-place :func:`{name}`."
+    rule_.__doc__ = f"""In-place :func:`{name}`.
+
+    Example:
+        >>> x, t1, t2 = ember.ones(2), ember.tensor([1.0, 2.0]), ember.tensor([4.0, 8.0])
+        >>> expected = ember.{name}(x, t1, t2, value=0.5)
+        >>> ember.{name}_(x, t1, t2, value=0.5) is x, x.equal(expected)
+        (True, True)
+    """
     op = operator(f"{name}(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, "
                   "Tensor(a!)? out=None) -> Tensor", (Tag.pointwise,))(rule)
     op_ = operator(f"{name}_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, "
