@@ -128,6 +128,8 @@ _PURE_BUILTINS = {
 _BREAK_BUILTINS = {print: _HINT_PRINT, input: None, open: None, breakpoint: None, exec: None,
                    eval: None, compile: None, globals: None, locals: None, delattr: None,
                    __import__: None}
+_MAPPING_READS = frozenset({"items", "keys", "values", "get", "__getitem__", "__contains__",
+                            "__len__"})
 _PURE_MODULES = ("math", "operator", "_operator", "cmath", "itertools", "functools",
                  "collections", "_collections", "_functools", "typing", "numbers")
 
@@ -542,9 +544,12 @@ class Capture:
                 getattr(func, "__self__", None), Tensor):
             return self._call_tensor_method(func.__name__, func, args, kwargs)
         if isinstance(func, Module):
-            if (func._forward_hooks or func._forward_pre_hooks or func._backward_hooks
-                    or func._backward_pre_hooks or _global_hooks()):
-                raise GraphBreak(f"call of {type(func).__name__} with hooks")
+            self._guard_hooks(func)
+            if func._backward_hooks or func._backward_pre_hooks:
+                raise GraphBreak(f"call of {type(func).__name__} with backward hooks")
+            if func._forward_hooks or func._forward_pre_hooks or _global_hooks():
+                # ember's Module.__call__ is plain Python: inline it, hooks included
+                return self._inline(type(func).__call__, [func, *args], kwargs)
             fwd = type(func).forward
             if isinstance(fwd, types.FunctionType):
                 return self._inline(fwd, [func, *args], kwargs)
@@ -585,6 +590,9 @@ class Capture:
                              types.MethodWrapperType, types.WrapperDescriptorType,
                              types.MethodDescriptorType)):
             owner = getattr(func, "__self__", None)
+            if (isinstance(owner, dict) and type(owner) is not dict and self.source(owner)
+                    and func.__name__ in _MAPPING_READS):
+                return self._mapping_method(owner, func.__name__, args, kwargs)
             if owner is not None and not isinstance(owner, types.ModuleType):
                 if id(owner) in self.real_of or type(owner) in (
                         list, dict, set, str, tuple, bytes, int, float, bool, complex,
@@ -604,6 +612,46 @@ class Capture:
         if isinstance(call, types.FunctionType) and not _is_ember_library(call):
             return self._inline(call, [func, *args], kwargs)
         raise GraphBreak(f"call to unsupported callable {_qualname(func)}", _HINT_CALL)
+
+    def _guard_hooks(self, m) -> None:
+        """Hook registration does not change a module's structure version: guard the hook
+        tables' lengths (the module's when it has a source, and the global ones)."""
+        src = self.source(m)
+        if src is not None:
+            for name in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                         "_backward_pre_hooks"):
+                self._guard("len", f"{src}.{name}", getattr(m, name))
+        mod = "__import__('sys').modules['ember.nn.modules.module']"
+        from ember.nn.modules import module as mm
+        self._guard("len", f"{mod}._global_forward_hooks", mm._global_forward_hooks)
+        self._guard("len", f"{mod}._global_forward_pre_hooks", mm._global_forward_pre_hooks)
+
+    def _mapping_method(self, owner, name, args, kwargs):
+        """Read-only methods of a sourced dict subclass (``OrderedDict``, hook tables): the
+        values come back wrapped with their sources, and the keys are guarded."""
+        src = self.source(owner)
+        if not all(_const_key(k) for k in owner):
+            raise GraphBreak(f"{type(owner).__name__}.{name} on a mapping with non-constant "
+                             f"keys")
+        self._guard("dict_keys", src, owner)
+        if name == "keys":
+            return list(owner.keys())
+        if name == "__len__":
+            return len(owner)
+        if name == "__contains__":
+            return args[0] in owner
+        vals = {k: self.wrap(v, item_source(src, k)) for k, v in owner.items()}
+        if name == "values":
+            return list(vals.values())
+        if name == "items":
+            return list(vals.items())
+        if name in ("get", "__getitem__"):
+            if args[0] in vals:
+                return vals[args[0]]
+            if name == "get":
+                return args[1] if len(args) > 1 else kwargs.get("default")
+            raise KeyError(args[0])
+        raise GraphBreak(f"{type(owner).__name__}.{name} is not captured")
 
     def _inline(self, f, args, kwargs):
         return self._run_inlined(f, args, kwargs, [])
@@ -641,6 +689,8 @@ class Capture:
         if func is setattr:
             self.store_attr(args[0], args[1], args[2])
             return None
+        if func is len and args:
+            _truth_guard(self, args[0])
         if func is vars or (func is super and not args):
             raise GraphBreak(f"call to builtin {func.__name__} without arguments")
         for a in args:
@@ -921,6 +971,20 @@ def _call(cap: Capture, fr: Frame, ins):
 @_s("CALL_FUNCTION_EX")
 def _call_ex(cap: Capture, fr: Frame, ins):
     return concrete.HANDLERS["CALL_FUNCTION_EX"](fr, ins)
+
+
+def _truth_guard(cap: Capture, v) -> None:
+    if isinstance(v, (dict, list, set, tuple)) and id(v) not in cap.real_of:
+        src = cap.source(v)
+        if src is not None:
+            cap._guard("len", src, v)
+
+
+@_s("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "TO_BOOL", "UNARY_NOT", "JUMP_IF_TRUE_OR_POP",
+    "JUMP_IF_FALSE_OR_POP")
+def _truth(cap: Capture, fr: Frame, ins):
+    _truth_guard(cap, fr.S[-1])
+    return concrete.HANDLERS[ins.op](fr, ins)
 
 
 @_s("STORE_SUBSCR")

@@ -829,3 +829,24 @@ def test_set_grad_enabled_call_is_replayed():
         assert not ember.is_grad_enabled()
     finally:
         ember.set_grad_enabled(True)
+
+
+def test_forward_hooks_are_captured_and_guarded():
+    lin = nn.Linear(3, 3)
+    m = nn.Sequential(lin, nn.ReLU()).eval()
+    x = _x(2, 3)
+    cnt = CompileCounter()
+    cm = ember.compile(m, backend=cnt)
+    with ember.no_grad():
+        _close(cm(x), m(x))
+        _close(cm(x), m(x))
+        assert cnt.frame_count == 1
+        h1 = lin.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+        h2 = lin.register_forward_hook(lambda mod, args, out: out + 1)
+        _close(cm(x), m(x))
+        assert cnt.frame_count == 2
+        out = explain(m)(x)
+        assert (out.graph_count, out.graph_break_count) == (1, 0)
+        h1.remove()
+        h2.remove()
+        _close(cm(x), m(x))
