@@ -45,6 +45,12 @@ class Storage:
     Args:
         nbytes: size in bytes (0 allocates nothing).
         device: where the bytes live; ``meta`` storages hold no data.
+
+    Example:
+        >>> x = ember.ones(4)
+        >>> s = x.untyped_storage()
+        >>> s.nbytes(), s.device, x[1:].untyped_storage().data_ptr() == s.data_ptr()
+        (16, device(type='cpu'), True)
     """
 
     __slots__ = ("_buf", "_bytes", "_nbytes", "_device", "_ptr", "_owner", "_block", "_alloc",

@@ -30,7 +30,13 @@ __all__ = ["Tensor", "Size", "VersionCounter", "make_tensor", "empty_tensor", "m
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple of ints that prints like ``ember.Size([2, 3])``."""
+    """A tensor's shape: a tuple of ints that prints like ``ember.Size([2, 3])``.
+
+    Example:
+        >>> s = ember.zeros(2, 3).shape
+        >>> s, s.numel(), s[1], isinstance(s, tuple)
+        (ember.Size([2, 3]), 6, 3, True)
+    """
 
     __slots__ = ()
 
@@ -81,6 +87,16 @@ class Tensor:
 
     Create tensors with factories (``ember.tensor``, ``ember.zeros``, ...). ``Tensor(*sizes)``
     and ``Tensor(data)`` work like torch's legacy constructor (float32).
+
+    Example:
+        >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        >>> y = (x * x).sum()
+        >>> y.backward()
+        >>> x.grad, x.shape, x.dtype
+        (tensor([[2., 4.],
+                [6., 8.]]), ember.Size([2, 2]), ember.float32)
+        >>> ember.Tensor(2, 3).shape  # the legacy constructor: float32, uninitialised
+        ember.Size([2, 3])
     """
 
     __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device",
@@ -557,6 +573,14 @@ def from_numpy(arr: np.ndarray) -> Tensor:
     Raises:
         TypeError: the dtype has no ember equivalent.
         ValueError: a stride is negative or not a multiple of the element size.
+
+    Example:
+        >>> import numpy as np
+        >>> a = np.arange(3, dtype=np.int64)
+        >>> t = ember.from_numpy(a)
+        >>> t[0] = 7
+        >>> a, t.dtype
+        (array([7, 1, 2]), ember.int64)
     """
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
