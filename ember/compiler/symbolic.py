@@ -617,14 +617,17 @@ class Capture:
         """Hook registration does not change a module's structure version: guard the hook
         tables' lengths (the module's when it has a source, and the global ones)."""
         src = self.source(m)
+        names = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                 "_backward_pre_hooks")
         if src is not None:
-            for name in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
-                         "_backward_pre_hooks"):
-                self._guard("len", f"{src}.{name}", getattr(m, name))
+            # one check per module: the four table sizes as a tuple
+            expr = "(" + ", ".join(f"len({src}.{n})" for n in names) + ")"
+            self._guard("const", expr, tuple(len(getattr(m, n)) for n in names))
         mod = "__import__('sys').modules['ember.nn.modules.module']"
         from ember.nn.modules import module as mm
-        self._guard("len", f"{mod}._global_forward_hooks", mm._global_forward_hooks)
-        self._guard("len", f"{mod}._global_forward_pre_hooks", mm._global_forward_pre_hooks)
+        self._guard("const", f"(len({mod}._global_forward_hooks), "
+                             f"len({mod}._global_forward_pre_hooks))",
+                    (len(mm._global_forward_hooks), len(mm._global_forward_pre_hooks)))
 
     def _mapping_method(self, owner, name, args, kwargs):
         """Read-only methods of a sourced dict subclass (``OrderedDict``, hook tables): the
