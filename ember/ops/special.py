@@ -74,6 +74,12 @@ def write_out(result: Tensor, out: Tensor | None, name: str = "") -> Tensor:
     return out.copy_(result)
 
 
+# Docstring examples of the in-place twins: name -> (input data, further arguments).
+_TWIN_EXAMPLES = {"xlogy_": ("[0.0, 2.0]", ", ember.tensor([3.0, 4.0])"),
+                  "sgn_": ("[-2.0, 0.5]", ""), "deg2rad_": ("[180.0, 90.0]", ""),
+                  "rad2deg_": ("[3.0, 1.5]", ""), "mvlgamma_": ("[2.5, 3.0]", ", 2")}
+
+
 def _inplace_twin(fn: Callable, name: str) -> Callable:
     """The in-place twin of composite ``fn``: ``self.copy_(fn(self, ...))``.
 
@@ -92,6 +98,16 @@ def _inplace_twin(fn: Callable, name: str) -> Callable:
 
     twin.__name__ = twin.__qualname__ = name
     twin.__doc__ = f"In-place :func:`{name[:-1]}`; bumps ``self``'s version once."
+    if name in _TWIN_EXAMPLES:
+        data, rest = _TWIN_EXAMPLES[name]
+        twin.__doc__ += f"""
+
+    Example:
+        >>> x = ember.tensor({data})
+        >>> expected = ember.{name[:-1]}(x{rest})
+        >>> ember.{name}(x{rest}) is x, x.equal(expected)
+        (True, True)
+    """
     return twin
 
 
