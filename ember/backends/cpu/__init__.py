@@ -9,14 +9,19 @@ A device whose array module speaks NumPy's API borrows these kernels (``kernels_
 in its ``DeviceBackend``): they reach memory only through the backend (``numpy_view`` builds
 arrays with ``DeviceBackend.as_array``; outputs and ``workspace`` come from the allocation
 device's allocator; ``_util.array_module``, ``run_ufunc`` and ``write_result`` use its
-module). Most kernels still call ``np.<function>`` on those arrays, and the pointwise factories
-(``make_unary``/``make_binary``) bind NumPy's ufuncs when they build each kernel; that is right
-for NumPy-backed devices, and a CuPy device builds its kernels with the same factories from
-its own module's functions, or switches a family to ``array_module(t).<function>``: the
-ufuncs, reductions, ``matmul``/``einsum``, ``as_strided`` (conv, pooling), ``take``/``put``
-and the special functions written with ufuncs (erf, erfinv, lgamma, digamma) exist with the
-same names and arguments in CuPy. These cannot be shared as they are:
+module). The kernels' own ``np.<function>(array, ...)`` calls are written against NumPy's API
+on arrays they are given, and NumPy hands such a call to the array's own library when the
+array implements the dispatch protocols (``__array_ufunc__``, NEP 13, for ufuncs with ``out=``
+and ``dtype=``; ``__array_function__``, NEP 18, for ``sum``, ``matmul``, ``einsum``,
+``where``, ``take``, ``copyto``, ``broadcast_to`` and the rest), as CuPy's arrays do. So the
+ufunc tables of the pointwise family (bound to NumPy's ufuncs in ``make_unary`` /
+``make_binary``), the reductions, ``matmul``, conv's ``einsum``/``as_strided`` (CuPy has
+``cupy.lib.stride_tricks``) and the special functions written with ufuncs (erf, erfinv, lgamma,
+digamma) are shared code. These cannot be shared as they are:
 
+- calls that make arrays from nothing (``np.empty``/``np.zeros``/``np.arange``/``np.array``
+  without ``like=``) or turn device arrays into host ones (``np.asarray``): kernels must take
+  them from ``array_module(t)`` or allocate through ``workspace``/``new_output``;
 - bfloat16 everywhere: it is ``ml_dtypes.bfloat16``, which CuPy has no dtype for;
 - ``_util.ignore_fp_errors``: NumPy's error-state context variable (CuPy never warns, so a
   CuPy backend makes it a no-op);
