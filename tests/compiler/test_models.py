@@ -116,3 +116,28 @@ def test_training_step_gradients_match_eager():
     np.testing.assert_allclose(loss1.detach().numpy(), loss2.detach().numpy(), rtol=1e-6)
     for p1, p2 in zip(m1.parameters(), m2.parameters()):
         np.testing.assert_allclose(p1.grad.numpy(), p2.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_char_gpt_training_step_with_loss():
+    from ember.examples.gpt import GPT, GPTConfig
+
+    ember.manual_seed(0)
+    cfg = GPTConfig(vocab_size=30, block_size=16, n_layer=2, n_head=2, n_embd=32)
+    m1, m2 = GPT(cfg), GPT(cfg)
+    m2.load_state_dict(m1.state_dict())
+    g = np.random.default_rng(3)
+    idx = ember.tensor(g.integers(0, 30, (2, 16)))
+    tgt = ember.tensor(g.integers(0, 30, (2, 16)))
+    out = explain(m1)(idx, tgt)
+    assert (out.graph_count, out.graph_break_count) == (1, 0)
+    cm = ember.compile(m1)
+    opt1 = ember.optim.AdamW(m1.parameters(), lr=1e-3)
+    opt2 = ember.optim.AdamW(m2.parameters(), lr=1e-3)
+    for _ in range(2):
+        _, l1 = cm(idx, tgt)
+        _, l2 = m2(idx, tgt)
+        for opt, loss in ((opt1, l1), (opt2, l2)):
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        np.testing.assert_allclose(l1.item(), l2.item(), rtol=1e-5)

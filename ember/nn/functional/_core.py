@@ -1386,7 +1386,7 @@ def _nll_parts(input, target, weight, ignore_index):
     c = input.shape[1] if input.dim() >= 2 else input.shape[0]
     ignored = target == ignore_index
     safe = where(ignored, 0, target)
-    if safe.numel():
+    if safe.numel() and safe.device.type != "meta":  # meta (compiler capture): no data
         lo, hi = int(safe.min().item()), int(safe.max().item())
         if lo < 0 or hi >= c:
             raise IndexError(f"Target {hi if hi >= c else lo} is out of bounds.")
