@@ -22,7 +22,15 @@ def _as_list(tensors) -> list:
 
 def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
-    """The ``norm_type``-norm of all ``tensors`` together (as if concatenated)."""
+    """The ``norm_type``-norm of all ``tensors`` together (as if concatenated).
+
+    Example:
+        >>> from ember.nn.utils import get_total_norm
+        >>> get_total_norm([ember.tensor([3.0]), ember.tensor([4.0])])
+        tensor(5.)
+        >>> get_total_norm([ember.tensor([3.0]), ember.tensor([-4.0])], norm_type=float("inf"))
+        tensor(4.)
+    """
     tensors = [t for t in _as_list(tensors) if t is not None]
     norm_type = float(norm_type)
     if not tensors:
@@ -40,7 +48,16 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
 
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor,
                           foreach=None) -> None:
-    """Scale gradients by ``min(1, max_norm / (total_norm + 1e-6))`` in place."""
+    """Scale gradients by ``min(1, max_norm / (total_norm + 1e-6))`` in place.
+
+    Example:
+        >>> from ember.nn.utils import clip_grads_with_norm_, get_total_norm
+        >>> p = ember.nn.Parameter(ember.zeros(2))
+        >>> p.grad = ember.tensor([3.0, 4.0])
+        >>> clip_grads_with_norm_([p], 1.0, get_total_norm([p.grad]))
+        >>> p.grad
+        tensor([0.6000, 0.8000])
+    """
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     if not grads:
         return
@@ -73,14 +90,34 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
 
 def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
-    """Deprecated alias of :func:`clip_grad_norm_`."""
+    """Deprecated alias of :func:`clip_grad_norm_`.
+
+    Example:
+        >>> import warnings
+        >>> from ember.nn.utils import clip_grad_norm
+        >>> p = ember.nn.Parameter(ember.zeros(2))
+        >>> p.grad = ember.tensor([3.0, 4.0])
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", FutureWarning)
+        ...     clip_grad_norm([p], 1.0)
+        tensor(5.)
+    """
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
                   "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
-    """Clamp every gradient into ``[-clip_value, clip_value]`` in place."""
+    """Clamp every gradient into ``[-clip_value, clip_value]`` in place.
+
+    Example:
+        >>> from ember.nn.utils import clip_grad_value_
+        >>> p = ember.nn.Parameter(ember.zeros(3))
+        >>> p.grad = ember.tensor([-3.0, 0.5, 3.0])
+        >>> clip_grad_value_([p], 1.0)
+        >>> p.grad
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
     clip_value = float(clip_value)
     with no_grad():
         for p in _as_list(parameters):

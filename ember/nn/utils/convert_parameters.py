@@ -37,7 +37,17 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
-    """Make each parameter a view of its slice of ``vec`` (``param.data = slice``, as torch)."""
+    """Make each parameter a view of its slice of ``vec`` (``param.data = slice``, as torch).
+
+    Example:
+        >>> from ember.nn.utils import parameters_to_vector, vector_to_parameters
+        >>> model = ember.nn.Linear(2, 1)
+        >>> vector_to_parameters(ember.tensor([1.0, 2.0, 3.0]), model.parameters())
+        >>> model.weight.tolist(), model.bias.tolist()
+        ([[1.0, 2.0]], [3.0])
+        >>> parameters_to_vector(model.parameters()).tolist()
+        [1.0, 2.0, 3.0]
+    """
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     device = None

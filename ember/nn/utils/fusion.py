@@ -59,6 +59,14 @@ def fuse_conv_bn_weights(conv_w: Tensor, conv_b: Tensor | None, bn_rm: Tensor, b
     ``weight = conv_w * bn_w / sqrt(bn_rv + eps)`` per output channel and
     ``bias = (conv_b - bn_rm) * bn_w / sqrt(bn_rv + eps) + bn_b``; a missing ``conv_b``,
     ``bn_w`` or ``bn_b`` counts as 0, 1 and 0.
+
+    Example:
+        >>> from ember.nn.utils import fuse_conv_bn_weights
+        >>> w, b = fuse_conv_bn_weights(ember.ones(2, 1, 1, 1), None,  # conv weight, bias
+        ...                             ember.zeros(2), ember.ones(2), 0.0,  # bn mean, var, eps
+        ...                             ember.full((2,), 2.0), ember.ones(2))  # bn weight, bias
+        >>> w.flatten().tolist(), b.tolist()
+        ([2.0, 2.0], [1.0, 1.0])
     """
     w_dtype = conv_w.dtype
     b_dtype = conv_b.dtype if conv_b is not None else w_dtype
@@ -81,6 +89,14 @@ def fuse_linear_bn_eval(linear: Module, bn: Module) -> Module:
     Raises:
         AssertionError: a module is in training mode, the feature counts do not fit, or ``bn``
             tracks no running statistics.
+
+    Example:
+        >>> from ember.nn.utils import fuse_linear_bn_eval
+        >>> linear, bn = ember.nn.Linear(3, 2).eval(), ember.nn.BatchNorm1d(2).eval()
+        >>> fused = fuse_linear_bn_eval(linear, bn)
+        >>> x = ember.randn(4, 3)
+        >>> type(fused).__name__, ember.allclose(fused(x), bn(linear(x)), atol=1e-5)
+        ('Linear', True)
     """
     _require(not (linear.training or bn.training), "Fusion only for eval!")
     fused = copy.deepcopy(linear)
@@ -99,7 +115,16 @@ def fuse_linear_bn_weights(linear_w: Tensor, linear_b: Tensor | None, bn_rm: Ten
                            ) -> tuple[Parameter, Parameter]:
     """The fused linear layer's ``(weight, bias)`` as Parameters, in the layer's dtypes:
     ``weight = linear_w * scale[:, None]``, ``bias = (linear_b - bn_rm) * scale + bn_b`` with
-    ``scale = bn_w / sqrt(bn_rv + eps)``; a missing ``linear_b`` counts as 0."""
+    ``scale = bn_w / sqrt(bn_rv + eps)``; a missing ``linear_b`` counts as 0.
+
+    Example:
+        >>> from ember.nn.utils import fuse_linear_bn_weights
+        >>> w, b = fuse_linear_bn_weights(ember.ones(2, 3), ember.zeros(2),  # linear weight, bias
+        ...                               ember.ones(2), ember.ones(2), 0.0,  # bn mean, var, eps
+        ...                               ember.full((2,), 2.0), ember.zeros(2))  # bn weight, bias
+        >>> w.tolist(), b.tolist()
+        ([[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]], [-2.0, -2.0])
+    """
     w_dtype = linear_w.dtype
     b_dtype = linear_b.dtype if linear_b is not None else w_dtype
     linear_b = zeros_like(bn_rm) if linear_b is None else linear_b

@@ -123,6 +123,15 @@ class ParametrizationList(ModuleList):
         original: the tensor being parametrized; it becomes ``original`` (its identity kept)
             or, when ``right_inverse`` returns a sequence, ``original0``, ``original1``, ...
         unsafe: skip the dtype/shape consistency checks.
+
+    Example:
+        >>> import ember.nn.utils.parametrize as P
+        >>> class Symmetric(ember.nn.Module):
+        ...     def forward(self, X):
+        ...         return X.triu() + X.triu(1).mT
+        >>> m = P.register_parametrization(ember.nn.Linear(3, 3), "weight", Symmetric())
+        >>> type(m.parametrizations.weight).__name__, ember.equal(m.weight, m.weight.mT)
+        ('ParametrizationList', True)
     """
 
     def __init__(self, modules: Sequence[Module], original: Tensor, unsafe: bool = False):
@@ -386,6 +395,15 @@ def remove_parametrizations(module: Module, tensor_name: str,
     Raises:
         ValueError: ``tensor_name`` is not parametrized, or ``leave_parametrized=False`` for a
             tensor parametrized by a sequence of originals.
+
+    Example:
+        >>> import ember.nn.utils.parametrize as P
+        >>> class Double(ember.nn.Module):
+        ...     def forward(self, X):
+        ...         return X * 2
+        >>> m = P.register_parametrization(ember.nn.Linear(2, 2), "bias", Double())
+        >>> P.is_parametrized(m), P.is_parametrized(P.remove_parametrizations(m, "bias"))
+        (True, False)
     """
     if not is_parametrized(module, tensor_name):
         raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
@@ -411,7 +429,17 @@ def remove_parametrizations(module: Module, tensor_name: str,
 
 
 def type_before_parametrizations(module: Module) -> type:
-    """The module's class as it was before any parametrization was registered."""
+    """The module's class as it was before any parametrization was registered.
+
+    Example:
+        >>> import ember.nn.utils.parametrize as P
+        >>> class Double(ember.nn.Module):
+        ...     def forward(self, X):
+        ...         return X * 2
+        >>> m = P.register_parametrization(ember.nn.Linear(2, 2), "weight", Double())
+        >>> type(m).__name__, P.type_before_parametrizations(m).__name__
+        ('ParametrizedLinear', 'Linear')
+    """
     if is_parametrized(module):
         return type(module).__bases__[0]
     return type(module)
@@ -427,6 +455,16 @@ def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
 
     Returns:
         ``to_module``.
+
+    Example:
+        >>> import ember.nn.utils.parametrize as P
+        >>> class Double(ember.nn.Module):
+        ...     def forward(self, X):
+        ...         return X * 2
+        >>> src = P.register_parametrization(ember.nn.Linear(2, 2), "weight", Double())
+        >>> dst = P.transfer_parametrizations_and_params(src, ember.nn.Linear(2, 2))
+        >>> P.is_parametrized(dst, "weight"), ember.equal(dst.weight, src.weight)
+        (True, True)
     """
     if not is_parametrized(from_module):
         return to_module

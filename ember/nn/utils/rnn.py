@@ -21,7 +21,14 @@ __all__ = ["PackedSequence", "pad_sequence", "unpad_sequence", "pack_padded_sequ
 
 class PackedSequence(namedtuple("PackedSequence",
                                 ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
-    """A batch of variable-length sequences packed time-major (see the module docstring)."""
+    """A batch of variable-length sequences packed time-major (see the module docstring).
+
+    Example:
+        >>> from ember.nn.utils.rnn import pack_sequence
+        >>> packed = pack_sequence([ember.tensor([1, 2, 3]), ember.tensor([4, 5])])
+        >>> packed.data, packed.batch_sizes
+        (tensor([1, 4, 2, 5, 3]), tensor([2, 2, 1]))
+    """
 
     __slots__ = ()
 
@@ -43,7 +50,13 @@ class PackedSequence(namedtuple("PackedSequence",
 
 
 def invert_permutation(permutation: Tensor | None) -> Tensor | None:
-    """The inverse of an index permutation (None stays None)."""
+    """The inverse of an index permutation (None stays None).
+
+    Example:
+        >>> from ember.nn.utils.rnn import invert_permutation
+        >>> invert_permutation(ember.tensor([2, 0, 1]))
+        tensor([1, 2, 0])
+    """
     if permutation is None:
         return None
     out = permutation.new_empty(permutation.shape)
@@ -76,7 +89,14 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths: Tensor, batch_first: bool = False):
-    """Split a padded batch back into a list of its sequences."""
+    """Split a padded batch back into a list of its sequences.
+
+    Example:
+        >>> from ember.nn.utils.rnn import unpad_sequence
+        >>> padded = ember.tensor([[1, 2, 3], [4, 5, 0]])
+        >>> unpad_sequence(padded, ember.tensor([3, 2]), batch_first=True)
+        [tensor([1, 2, 3]), tensor([4, 5])]
+    """
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
     return [padded_sequences[i, :int(n)] for i, n in enumerate(_lengths_list(lengths))]
@@ -90,7 +110,15 @@ def _lengths_list(lengths) -> list[int]:
 
 def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
                          enforce_sorted: bool = True) -> PackedSequence:
-    """Pack a padded ``(T, B, *)`` batch (``(B, T, *)`` if batch_first) given each length."""
+    """Pack a padded ``(T, B, *)`` batch (``(B, T, *)`` if batch_first) given each length.
+
+    Example:
+        >>> from ember.nn.utils.rnn import pack_padded_sequence
+        >>> padded = ember.tensor([[1, 2, 3], [4, 5, 0]])
+        >>> packed = pack_padded_sequence(padded, [3, 2], batch_first=True)
+        >>> packed.data, packed.batch_sizes
+        (tensor([1, 4, 2, 5, 3]), tensor([2, 2, 1]))
+    """
     lens = _lengths_list(lengths)
     batch_dim = 0 if batch_first else 1
     if enforce_sorted:
@@ -120,7 +148,15 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                         padding_value: float = 0.0, total_length: int | None = None):
-    """Inverse of :func:`pack_padded_sequence`: ``(padded, lengths)``."""
+    """Inverse of :func:`pack_padded_sequence`: ``(padded, lengths)``.
+
+    Example:
+        >>> from ember.nn.utils.rnn import pack_sequence, pad_packed_sequence
+        >>> packed = pack_sequence([ember.tensor([1, 2, 3]), ember.tensor([4, 5])])
+        >>> pad_packed_sequence(packed, batch_first=True)
+        (tensor([[1, 2, 3],
+                [4, 5, 0]]), tensor([3, 2]))
+    """
     sizes = [int(b) for b in sequence.batch_sizes.tolist()]
     steps = len(sizes)
     if total_length is not None:
@@ -150,12 +186,26 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
 
 
 def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
-    """Pack a list of ``(L_i, *)`` tensors."""
+    """Pack a list of ``(L_i, *)`` tensors.
+
+    Example:
+        >>> from ember.nn.utils.rnn import pack_sequence
+        >>> seqs = [ember.tensor([4, 5]), ember.tensor([1, 2, 3])]
+        >>> packed = pack_sequence(seqs, enforce_sorted=False)
+        >>> packed.data, packed.sorted_indices
+        (tensor([1, 4, 2, 5, 3]), tensor([1, 0]))
+    """
     lengths = as_tensor([s.shape[0] for s in sequences], dtype=dt.int64)
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
 def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
-    """Inverse of :func:`pack_sequence`."""
+    """Inverse of :func:`pack_sequence`.
+
+    Example:
+        >>> from ember.nn.utils.rnn import pack_sequence, unpack_sequence
+        >>> unpack_sequence(pack_sequence([ember.tensor([1, 2, 3]), ember.tensor([4, 5])]))
+        [tensor([1, 2, 3]), tensor([4, 5])]
+    """
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)

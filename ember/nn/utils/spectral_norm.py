@@ -204,6 +204,12 @@ def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
 
     Raises:
         ValueError: ``module`` has no spectral_norm hook on ``name``.
+
+    Example:
+        >>> from ember.nn.utils import remove_spectral_norm, spectral_norm
+        >>> m = spectral_norm(ember.nn.Linear(3, 3))
+        >>> hasattr(m, "weight_orig"), hasattr(remove_spectral_norm(m), "weight_orig")
+        (True, False)
     """
     hooks = module._forward_pre_hooks
     key = next((k for k, h in hooks.items()

@@ -114,6 +114,14 @@ def remove_weight_norm(module: Module, name: str = "weight") -> Module:
 
     Raises:
         ValueError: ``module`` has no weight_norm hook on ``name``.
+
+    Example:
+        >>> from ember.nn.utils import remove_weight_norm, weight_norm
+        >>> m = weight_norm(ember.nn.Linear(3, 2))
+        >>> sorted(n for n, _ in m.named_parameters())
+        ['bias', 'weight_g', 'weight_v']
+        >>> sorted(n for n, _ in remove_weight_norm(m).named_parameters())
+        ['bias', 'weight']
     """
     for key, hook in module._forward_pre_hooks.items():
         if isinstance(hook, WeightNorm) and hook.name == name:
