@@ -107,6 +107,8 @@ class BreakInfo:
 _HINT_ITEM = "`.item()` reads tensor data: keep the value as a tensor, or accept the break"
 _HINT_JUMP = ("branching on a tensor's value: compute both sides and select with "
               "`ember.where(cond, a, b)`, or accept the break")
+_HINT_DATA = ("the call needs tensor values (a data-dependent check or result): keep it "
+              "outside the compiled region, or accept the break")
 _HINT_PRINT = "`print` is not captured: remove it from the compiled region, or accept the break"
 _HINT_CALL = ("wrap the call in a function marked `ember.compiler.disable`, or move it out of "
               "the compiled region")
@@ -664,9 +666,10 @@ class Capture:
             return func(*args, **kwargs)
         except MetaUnsupported as e:
             raise GraphBreak(str(e), _HINT_ITEM if "item" in str(e) else None) from None
-        except NotImplementedError as e:
-            if "meta" in str(e):
-                raise GraphBreak(f"{_qualname(func)} reads tensor data", _HINT_ITEM) from None
+        except (NotImplementedError, RuntimeError) as e:
+            if "meta" in str(e) and ("no data" in str(e) or "data" in str(e)):
+                raise GraphBreak(f"{_qualname(func)} reads tensor data ({e})",
+                                 _HINT_DATA) from None
             raise
 
     def _call_tensor_method(self, name, bound, args, kwargs):
@@ -810,8 +813,8 @@ def _as_break(e: BaseException, ins) -> GraphBreak:
     if ins.op in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "TO_BOOL", "UNARY_NOT",
                   "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
         return GraphBreak("data-dependent jump on Tensor", _HINT_JUMP)
-    if isinstance(e, NotImplementedError) and "meta" in msg:
-        return GraphBreak("operation reads tensor data", _HINT_ITEM)
+    if isinstance(e, (NotImplementedError, RuntimeError)) and "meta" in msg and "data" in msg:
+        return GraphBreak(f"{ins.op} reads tensor data ({msg})", _HINT_DATA)
     if isinstance(e, RuntimeError) and "ambiguous" in msg:
         return GraphBreak("data-dependent jump on Tensor", _HINT_JUMP)
     return GraphBreak(f"{ins.op} would raise {type(e).__name__}: {msg}",
