@@ -93,7 +93,7 @@ class GuardBuilder:
         >>> gs([ember.ones(3)], {}), gs([ember.ones(4)], {})
         (0, 1)
         >>> gs.reason([ember.ones(4)], {})
-        "TENSOR_MATCH L[0]: size mismatch at index 0: expected 3, actual 4"
+        'TENSOR_MATCH L[0]: size mismatch at index 0: expected 3, actual 4'
     """
 
     def __init__(self):
