@@ -7,8 +7,8 @@ type: its array module (``numpy``; ``cupy`` for a CUDA device), its raw memory p
 name of its runtime dispatch key, how to view its bytes as an array, its ``synchronize`` and
 stream hooks, and where its kernels live. ``cpu`` and ``meta`` are built in; any other type
 is registered with ``register_backend`` (``ember.utils.register_backend``), or is named in
-``_LAZY`` and imported the first time something asks for it. Layers above this one never test
-``device is CPU`` to reach memory: they ask ``get_backend(device.type)``.
+``_LAZY`` and imported the first time something asks for it. Layers above this one reach a
+device's memory through ``get_backend(device.type)`` (``cpu`` keeps an inlined fast path).
 
 NOTE [Kernels are found by the registry]
 A backend names the module that registers its kernels (``kernels``: ``"ember.backends.cpu"``).
@@ -18,6 +18,14 @@ a CPU kernel, and nothing depends on which package imported the CPU backend firs
 whose array module speaks NumPy's API may instead borrow another backend's kernels
 (``kernels_from="cpu"``): the dispatcher then calls the CPU kernel under a device guard
 (``allocation_device``), so the outputs it allocates come from this device's allocator.
+
+Why the registry finds kernels, rather than ``ember.ops`` or ``ember`` importing the CPU
+backend: ``ember.ops`` (L6) may not import ``ember.backends`` (L7), and an import made by
+whichever package happens to load first is exactly the order dependence that left families
+unregistered before. Asking at the first dispatch for a key is the one moment that always
+comes before a kernel is needed, costs nothing afterwards (the operator's table caches the
+kernel), and works the same for a device added at run time. The family list itself lives
+once, in ``ember.ops.FAMILIES``; the CPU package registers the family modules it has.
 """
 
 from __future__ import annotations
