@@ -111,8 +111,7 @@ def _to_copy(self: Tensor, *, dtype=None, layout=None, device=None, pin_memory=N
         out = empty_strided(self._shape, self._stride, dtype=dtype, device=device)
     else:
         out = empty(self._shape, dtype=dtype, device=device)
-    if device.type == "meta":
-        return out
+    # copy_ runs on meta too (a no-op there), so graph capture on meta tensors records it
     return _fresh(copy_(out, self))
 
 
