@@ -34,7 +34,17 @@ _INF = float("inf")
 
 
 class RemovableHandle:
-    """Returned by ``register_*hook``; ``remove()`` unregisters the hook."""
+    """Returned by ``register_*hook``; ``remove()`` unregisters the hook.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> handle = x.register_hook(lambda g: g * 10)
+        >>> (x * 1).sum().backward(); x.grad
+        tensor([10., 10.])
+        >>> handle.remove()
+        >>> x.grad = None; (x * 1).sum().backward(); x.grad
+        tensor([1., 1.])
+    """
 
     _ids = itertools.count()
 
@@ -66,6 +76,14 @@ class Node:
 
     Subclasses implement ``apply(grads) -> tuple`` returning one gradient per edge of
     ``next_functions``.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> y = (x * 2).sum()
+        >>> isinstance(y.grad_fn, ember.autograd.graph.Node), y.grad_fn.name()
+        (True, 'SumBackward0')
+        >>> [type(fn).__name__ for fn, _ in y.grad_fn.next_functions]
+        ['MulBackward0']
     """
 
     __slots__ = ("next_functions", "sequence_nr", "_in_meta", "_num_outputs", "__weakref__",
@@ -140,7 +158,14 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The sink of a leaf's gradient: accumulates into ``variable.grad``."""
+    """The sink of a leaf's gradient: accumulates into ``variable.grad``.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> acc = (x * 2).grad_fn.next_functions[0][0]
+        >>> isinstance(acc, ember.autograd.graph.AccumulateGrad), acc.variable is x
+        (True, True)
+    """
 
     __slots__ = ("variable", "creation_nr")
 
@@ -170,7 +195,15 @@ def accumulator(t: Tensor) -> AccumulateGrad:
 
 
 def gradient_edge(t: Tensor):
-    """The edge gradients for ``t`` flow into: (grad_fn, output_nr), its accumulator, or None."""
+    """The edge gradients for ``t`` flow into: (grad_fn, output_nr), its accumulator, or None.
+
+    Example:
+        >>> from ember.autograd.graph import gradient_edge
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> y = x * 2
+        >>> gradient_edge(y) == (y.grad_fn, 0), type(gradient_edge(x)[0]).__name__
+        (True, 'AccumulateGrad')
+    """
     fn = t.grad_fn
     if fn is not None:
         return fn, t._output_nr
@@ -180,7 +213,16 @@ def gradient_edge(t: Tensor):
 
 
 def increment_version(t: Tensor) -> None:
-    """Bump ``t``'s version counter (shared with its views)."""
+    """Bump ``t``'s version counter (shared with its views).
+
+    Example:
+        >>> from ember.autograd.graph import increment_version
+        >>> x = ember.ones(2)
+        >>> before = x._version
+        >>> increment_version(x)
+        >>> x._version - before
+        1
+    """
     t._ver.value += 1
 
 
@@ -313,7 +355,15 @@ class saved_tensors_hooks:
 
 
 class save_on_cpu(saved_tensors_hooks):
-    """Saved tensors are copied to CPU memory at save time and back at unpack time."""
+    """Saved tensors are copied to CPU memory at save time and back at unpack time.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with ember.autograd.graph.save_on_cpu():
+        ...     y = (x * x).sum()
+        >>> y.backward(); x.grad
+        tensor([2., 2.])
+    """
 
     def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
         def pack(t: Tensor):
@@ -341,7 +391,17 @@ class disable_saved_tensors_hooks:
 
 
 def register_multi_grad_hook(tensors, fn: Callable, *, mode: str = "all"):
-    """Call ``fn(grads)`` once the gradients of all ``tensors`` are computed (mode "all")."""
+    """Call ``fn(grads)`` once the gradients of all ``tensors`` are computed (mode "all").
+
+    Example:
+        >>> a, b = ember.ones(1, requires_grad=True), ember.ones(1, requires_grad=True)
+        >>> seen = []
+        >>> handle = ember.autograd.graph.register_multi_grad_hook(
+        ...     (a, b), lambda grads: seen.append([g.item() for g in grads]))
+        >>> (a * 2 + b * 3).sum().backward()
+        >>> seen  # called once, with both gradients
+        [[2.0, 3.0]]
+    """
     tensors = tuple(tensors)
     count = len(tensors)
     state = {"grads": [None] * count, "seen": 0}
@@ -368,7 +428,15 @@ def register_multi_grad_hook(tensors, fn: Callable, *, mode: str = "all"):
 
 
 def queue_callback(callback) -> None:
-    """Run ``callback()`` once, when the current backward pass finishes."""
+    """Run ``callback()`` once, when the current backward pass finishes.
+
+    Example:
+        >>> from ember.autograd.graph import queue_callback
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> _ = x.register_hook(lambda g: queue_callback(lambda: print("backward done")))
+        >>> (x * 2).sum().backward()
+        backward done
+    """
     from ember.autograd.engine import queue_callback as _queue
     _queue(callback)
 
@@ -378,6 +446,13 @@ def to_dot(tensor: Tensor, params: dict | None = None, show_saved: bool = True) 
 
     Nodes are backward functions (with the shapes of their saved tensors), leaves are boxes
     labelled with their name from ``params`` (``{name: tensor}``) or their shape.
+
+    Example:
+        >>> from ember.autograd.graph import to_dot
+        >>> w = ember.ones(3, requires_grad=True)
+        >>> dot = to_dot((w * w).sum(), params={"w": w})
+        >>> dot.splitlines()[0], "MulBackward0" in dot
+        ('digraph autograd {', True)
     """
     names = {id(t): n for n, t in (params or {}).items()}
     lines = ["digraph autograd {", '  node [fontname="monospace", fontsize=10];']
@@ -430,7 +505,14 @@ def to_dot(tensor: Tensor, params: dict | None = None, show_saved: bool = True) 
 
 
 def to_svg(tensor: Tensor, params: dict | None = None) -> str | None:
-    """``to_dot`` rendered by the ``dot`` program; None when Graphviz is not installed."""
+    """``to_dot`` rendered by the ``dot`` program; None when Graphviz is not installed.
+
+    Example:
+        >>> from ember.autograd.graph import to_svg
+        >>> svg = to_svg((ember.ones(2, requires_grad=True) * 2).sum())
+        >>> svg is None or "<svg" in svg  # None without Graphviz's dot program
+        True
+    """
     import shutil
     import subprocess
     exe = shutil.which("dot")
