@@ -130,6 +130,7 @@ _PURE_BUILTINS = {
 _BREAK_BUILTINS = {print: _HINT_PRINT, input: None, open: None, breakpoint: None, exec: None,
                    eval: None, compile: None, globals: None, locals: None, delattr: None,
                    __import__: None}
+_REAL_TENSOR_ATTRS = frozenset({"grad", "data", "_version", "grad_fn", "is_leaf", "_base"})
 _MAPPING_READS = frozenset({"items", "keys", "values", "get", "__getitem__", "__contains__",
                             "__len__"})
 _PURE_MODULES = ("math", "operator", "_operator", "cmath", "itertools", "functools",
@@ -213,6 +214,7 @@ class Capture:
         self.lazy_inputs: dict[int, tuple[Tensor, str, Tensor]] = {}
         self.inputs: list[tuple[str, Tensor, object]] = []              # (source, real, node)
         self.meta_of_real: dict[str, Tensor] = {}
+        self.real_tensor: dict[int, tuple[Tensor, Tensor, str]] = {}   # id(meta) -> real
         self.source_of: dict[int, tuple[object, str]] = {}    # id(shadow/real) -> (obj, expr)
         self.shadow_of: dict[int, object] = {}                 # id(real container) -> shadow
         self.real_of: dict[int, tuple[object, object, list]] = {}  # id(shadow)->(shadow,real,snap)
@@ -249,6 +251,7 @@ class Capture:
             m = to_meta(value) if value._device is not META else value
             self.meta_of_real[src] = m
             self.lazy_inputs[id(m)] = (m, src, value)
+            self.real_tensor[id(m)] = (m, value, src)
             self.source_of[id(m)] = (m, src)
             self.keep.append(value)
             self._guard("tensor", src, value)
@@ -713,6 +716,11 @@ class Capture:
     # -- attributes ----------------------------------------------------------------------
     def load_attr(self, obj, name: str):
         if isinstance(obj, Tensor):
+            if name in _REAL_TENSOR_ATTRS:
+                hit = self.real_tensor.get(id(obj))
+                if hit is not None and hit[0] is obj:
+                    # state a meta tensor does not carry: read it from the real input
+                    return self.wrap(getattr(hit[1], name), attr_source(hit[2], name))
             return getattr(obj, name)
         key = (id(obj), name)
         if key in self.attr_overlay:

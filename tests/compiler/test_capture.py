@@ -385,8 +385,6 @@ def test_case18_exception_handled_concretely():
     _close(ember.compile(f, backend="eager")(x), f(x))
 
 
-@pytest.mark.xfail(strict=True, reason="the eager backend replays every node in the grad mode "
-                   "of the call, not the node's recorded grad_mode (ember/compiler/INTERFACES.md)")
 def test_case19_no_grad_block():
     def f(x):
         with ember.no_grad():
@@ -850,3 +848,23 @@ def test_forward_hooks_are_captured_and_guarded():
         h1.remove()
         h2.remove()
         _close(cm(x), m(x))
+
+
+def test_optimizer_style_update_under_no_grad():
+    m = nn.Linear(3, 3)
+    m(_x(2, 3)).sum().backward()
+
+    def sgd(params, lr):
+        with ember.no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-lr)
+
+    ps = list(m.parameters())
+    want = [(p - 0.1 * p.grad).detach() for p in ps]
+    out = explain(sgd)(ps, 0.0)
+    assert (out.graph_count, out.graph_break_count) == (1, 0)
+    ember.compile(sgd)(ps, 0.1)
+    for p, w in zip(ps, want):
+        _close(p.detach(), w)
+        assert p.requires_grad and p.is_leaf
