@@ -205,6 +205,13 @@ class Module:
         """Add a buffer (state that is not a parameter, e.g. BatchNorm's running mean).
 
         Non-persistent buffers are left out of ``state_dict``.
+
+        Example:
+            >>> m = ember.nn.Module()
+            >>> m.register_buffer("steps", ember.zeros(1))
+            >>> m.register_buffer("cache", ember.zeros(2), persistent=False)  # not in state_dict
+            >>> list(m.state_dict()), [n for n, _ in m.named_buffers()]
+            (['steps'], ['steps', 'cache'])
         """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
@@ -222,7 +229,14 @@ class Module:
         self._bump()
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
-        """Add a parameter (``None`` registers the name with no tensor, like a bias-less layer)."""
+        """Add a parameter (``None`` registers the name with no tensor, like a bias-less layer).
+
+        Example:
+            >>> m = ember.nn.Module()
+            >>> m.register_parameter("scale", ember.nn.Parameter(ember.ones(3)))
+            >>> [(n, tuple(p.shape)) for n, p in m.named_parameters()]
+            [('scale', (3,))]
+        """
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         _check_name("parameter", name, self)
@@ -241,7 +255,14 @@ class Module:
         self._bump()
 
     def add_module(self, name: str, module: Module | None) -> None:
-        """Add a child module, reachable as the attribute ``name``."""
+        """Add a child module, reachable as the attribute ``name``.
+
+        Example:
+            >>> m = ember.nn.Module()
+            >>> m.add_module("fc", ember.nn.Linear(2, 2))
+            >>> m.fc
+            Linear(in_features=2, out_features=2, bias=True)
+        """
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_type_name(module)} is not a Module subclass")
         _check_name("module", name, self)
@@ -253,7 +274,14 @@ class Module:
     register_module = add_module
 
     def get_submodule(self, target: str) -> Module:
-        """The submodule at dotted path ``target`` (``""`` is ``self``)."""
+        """The submodule at dotted path ``target`` (``""`` is ``self``).
+
+        Example:
+            >>> nn = ember.nn
+            >>> model = nn.Sequential(nn.Linear(2, 4), nn.Sequential(nn.ReLU()))
+            >>> model.get_submodule("1.0")
+            ReLU()
+        """
         if target == "":
             return self
         mod = self
@@ -273,7 +301,13 @@ class Module:
         return mod, name
 
     def get_parameter(self, target: str) -> Parameter:
-        """The parameter at dotted path ``target``."""
+        """The parameter at dotted path ``target``.
+
+        Example:
+            >>> model = ember.nn.Sequential(ember.nn.Linear(2, 4))
+            >>> model.get_parameter("0.bias").shape
+            ember.Size([4])
+        """
         mod, name = self._owner_and_leaf(target)
         param = getattr(mod, name)
         if not isinstance(param, Parameter):
@@ -281,7 +315,13 @@ class Module:
         return param
 
     def get_buffer(self, target: str) -> Tensor:
-        """The buffer at dotted path ``target``."""
+        """The buffer at dotted path ``target``.
+
+        Example:
+            >>> model = ember.nn.Sequential(ember.nn.BatchNorm1d(3))
+            >>> model.get_buffer("0.running_var")
+            tensor([1., 1., 1.])
+        """
         mod, name = self._owner_and_leaf(target)
         if name not in mod._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
@@ -361,7 +401,13 @@ class Module:
     # -- iteration --------------------------------------------------------------------------------
     def named_modules(self, memo: set | None = None, prefix: str = "",
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
-        """``(dotted name, module)`` for ``self`` and every descendant, each once by default."""
+        """``(dotted name, module)`` for ``self`` and every descendant, each once by default.
+
+        Example:
+            >>> model = ember.nn.Sequential(ember.nn.Linear(2, 2), ember.nn.ReLU())
+            >>> [name for name, _ in model.named_modules()]
+            ['', '0', '1']
+        """
         if memo is None:
             memo = set()
         if id(self) in memo:
@@ -376,12 +422,25 @@ class Module:
             yield from module.named_modules(memo, sub, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
-        """``self`` and every descendant module (each once)."""
+        """``self`` and every descendant module (each once).
+
+        Example:
+            >>> model = ember.nn.Sequential(ember.nn.Linear(2, 2), ember.nn.ReLU())
+            >>> [type(m).__name__ for m in model.modules()]
+            ['Sequential', 'Linear', 'ReLU']
+        """
         for _, m in self.named_modules():
             yield m
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        """Immediate children as ``(name, module)``, each once."""
+        """Immediate children as ``(name, module)``, each once.
+
+        Example:
+            >>> nn = ember.nn
+            >>> model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+            >>> [(name, type(m).__name__) for name, m in model.named_children()]
+            [('0', 'Linear'), ('1', 'Sequential')]
+        """
         seen = set()
         for name, module in self._modules.items():
             if module is not None and id(module) not in seen:
@@ -389,7 +448,14 @@ class Module:
                 yield name, module
 
     def children(self) -> Iterator[Module]:
-        """Immediate child modules (each once)."""
+        """Immediate child modules (each once).
+
+        Example:
+            >>> nn = ember.nn
+            >>> model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+            >>> len(list(model.children())), len(list(model.modules()))
+            (2, 4)
+        """
         for _, m in self.named_children():
             yield m
 
@@ -407,27 +473,57 @@ class Module:
 
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
-        """``(dotted name, parameter)`` pairs; a parameter shared by several modules once."""
+        """``(dotted name, parameter)`` pairs; a parameter shared by several modules once.
+
+        Example:
+            >>> model = ember.nn.Sequential(ember.nn.Linear(2, 3))
+            >>> [(name, tuple(p.shape)) for name, p in model.named_parameters()]
+            [('0.weight', (3, 2)), ('0.bias', (3,))]
+        """
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        """Every parameter (shared ones once), in registration order."""
+        """Every parameter (shared ones once), in registration order.
+
+        Example:
+            >>> model = ember.nn.Sequential(ember.nn.Linear(2, 3), ember.nn.Linear(3, 1))
+            >>> sum(p.numel() for p in model.parameters())
+            13
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
-        """``(dotted name, buffer)`` pairs, each buffer once."""
+        """``(dotted name, buffer)`` pairs, each buffer once.
+
+        Example:
+            >>> [name for name, _ in ember.nn.BatchNorm1d(3).named_buffers()]
+            ['running_mean', 'running_var', 'num_batches_tracked']
+        """
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
-        """Every buffer, each once."""
+        """Every buffer, each once.
+
+        Example:
+            >>> [tuple(b.shape) for b in ember.nn.BatchNorm1d(3).buffers()]
+            [(3,), (3,), ()]
+        """
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     # -- modes and gradients ----------------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
-        """Set training mode on ``self`` and every descendant; returns ``self``."""
+        """Set training mode on ``self`` and every descendant; returns ``self``.
+
+        Example:
+            >>> model = ember.nn.Sequential(ember.nn.Dropout(0.5))
+            >>> model.train(False).training, model[0].training
+            (False, False)
+            >>> model.train().training
+            True
+        """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -436,17 +532,37 @@ class Module:
         return self
 
     def eval(self) -> Module:
-        """``train(False)``: layers such as Dropout and BatchNorm switch to inference."""
+        """``train(False)``: layers such as Dropout and BatchNorm switch to inference.
+
+        Example:
+            >>> model = ember.nn.Dropout(0.5).eval()
+            >>> model.training, model(ember.ones(3))
+            (False, tensor([1., 1., 1.]))
+        """
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
-        """Set ``requires_grad`` on every parameter; returns ``self``."""
+        """Set ``requires_grad`` on every parameter; returns ``self``.
+
+        Example:
+            >>> layer = ember.nn.Linear(2, 2).requires_grad_(False)  # freeze
+            >>> [p.requires_grad for p in layer.parameters()]
+            [False, False]
+        """
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset parameter gradients: to None (default) or zeroed in place."""
+        """Reset parameter gradients: to None (default) or zeroed in place.
+
+        Example:
+            >>> layer = ember.nn.Linear(2, 1)
+            >>> layer(ember.ones(1, 2)).sum().backward()
+            >>> layer.zero_grad()
+            >>> layer.weight.grad is None
+            True
+        """
         for p in self.parameters():
             if p.grad is None:
                 continue
@@ -460,7 +576,18 @@ class Module:
                 p.grad.zero_()
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
-        """Call ``fn`` on every descendant (children first) and then on ``self``."""
+        """Call ``fn`` on every descendant (children first) and then on ``self``.
+
+        Example:
+            >>> model = ember.nn.Sequential(ember.nn.Linear(2, 2), ember.nn.Linear(2, 2))
+            >>> def init(m):
+            ...     if isinstance(m, ember.nn.Linear):
+            ...         ember.nn.init.zeros_(m.bias)
+            >>> _ = model.apply(init)
+            >>> model[1].bias
+            Parameter containing:
+            tensor([0., 0.], requires_grad=True)
+        """
         for module in self.children():
             module.apply(fn)
         fn(self)
@@ -493,7 +620,13 @@ class Module:
 
     def to(self, *args, **kwargs) -> Module:
         """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``,
-        ``to(device, dtype)``, ``to(tensor)``. Only floating tensors change dtype."""
+        ``to(device, dtype)``, ``to(tensor)``. Only floating tensors change dtype.
+
+        Example:
+            >>> layer = ember.nn.Linear(2, 2).to(ember.float64)
+            >>> layer.weight.dtype, layer.to(device="meta").weight.device
+            (ember.float64, device(type='meta'))
+        """
         device, dtype = _parse_module_to(args, kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
@@ -508,27 +641,57 @@ class Module:
         return self._apply(lambda t: t.to(d) if t._dtype.is_floating_point else t)
 
     def float(self) -> Module:
-        """Cast floating parameters and buffers to float32."""
+        """Cast floating parameters and buffers to float32.
+
+        Example:
+            >>> ember.nn.Linear(2, 2).double().float().weight.dtype
+            ember.float32
+        """
         return self._cast(dt.float32)
 
     def double(self) -> Module:
-        """Cast floating parameters and buffers to float64."""
+        """Cast floating parameters and buffers to float64.
+
+        Example:
+            >>> ember.nn.Linear(2, 2).double().weight.dtype
+            ember.float64
+        """
         return self._cast(dt.float64)
 
     def half(self) -> Module:
-        """Cast floating parameters and buffers to float16."""
+        """Cast floating parameters and buffers to float16.
+
+        Example:
+            >>> ember.nn.Linear(2, 2).half().weight.dtype
+            ember.float16
+        """
         return self._cast(dt.float16)
 
     def bfloat16(self) -> Module:
-        """Cast floating parameters and buffers to bfloat16."""
+        """Cast floating parameters and buffers to bfloat16.
+
+        Example:
+            >>> ember.nn.Linear(2, 2).bfloat16().bias.dtype
+            ember.bfloat16
+        """
         return self._cast(dt.bfloat16)
 
     def type(self, dst_type) -> Module:
-        """Cast every parameter and buffer to ``dst_type``."""
+        """Cast every parameter and buffer to ``dst_type``.
+
+        Example:
+            >>> ember.nn.Linear(2, 2).type(ember.float64).weight.dtype
+            ember.float64
+        """
         return self._apply(lambda t: t.to(dst_type))
 
     def cpu(self) -> Module:
-        """Move parameters and buffers to the CPU."""
+        """Move parameters and buffers to the CPU.
+
+        Example:
+            >>> ember.nn.Linear(2, 2).cpu().weight.device
+            device(type='cpu')
+        """
         return self._apply(lambda t: t.to("cpu"))
 
     def cuda(self, device=None) -> Module:
@@ -609,7 +772,15 @@ class Module:
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
         """``hook(module, args)`` (or ``(module, args, kwargs)``) runs before ``forward``; a
-        returned value replaces the arguments."""
+        returned value replaces the arguments.
+
+        Example:
+            >>> layer = ember.nn.Linear(2, 2)
+            >>> handle = layer.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+            >>> ember.equal(layer(ember.ones(1, 2)), layer.bias.detach().unsqueeze(0))
+            True
+            >>> handle.remove()
+        """
         handle = _add_hook(self._forward_pre_hooks, hook, prepend)
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
@@ -619,7 +790,17 @@ class Module:
                               with_kwargs: bool = False, always_call: bool = False
                               ) -> RemovableHandle:
         """``hook(module, args, output)`` runs after ``forward``; a returned value replaces
-        the output. ``always_call`` runs it even when ``forward`` raises."""
+        the output. ``always_call`` runs it even when ``forward`` raises.
+
+        Example:
+            >>> shapes = []
+            >>> layer = ember.nn.Linear(2, 3)
+            >>> hook = lambda module, args, output: shapes.append(tuple(output.shape))
+            >>> handle = layer.register_forward_hook(hook)
+            >>> _ = layer(ember.ones(4, 2)); shapes
+            [(4, 3)]
+            >>> handle.remove()
+        """
         handle = _add_hook(self._forward_hooks, hook, prepend)
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
@@ -630,21 +811,58 @@ class Module:
     def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False
                                         ) -> RemovableHandle:
         """``hook(module, grad_output)`` runs when the outputs' gradients are known; a returned
-        tuple replaces ``grad_output``."""
+        tuple replaces ``grad_output``.
+
+        Example:
+            >>> layer = ember.nn.Linear(2, 1)
+            >>> _ = layer.register_full_backward_pre_hook(lambda m, grad_out: (grad_out[0] * 0,))
+            >>> layer(ember.ones(1, 2)).sum().backward()
+            >>> layer.weight.grad
+            tensor([[0., 0.]])
+        """
         return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_full_backward_hook(self, hook: Callable, prepend: bool = False
                                     ) -> RemovableHandle:
         """``hook(module, grad_input, grad_output)`` runs when the gradients of the module's
-        tensor inputs are computed; a returned tuple replaces ``grad_input``."""
+        tensor inputs are computed; a returned tuple replaces ``grad_input``.
+
+        Example:
+            >>> seen = []
+            >>> layer = ember.nn.Linear(2, 1)
+            >>> hook = lambda m, grad_in, grad_out: seen.append(tuple(grad_out[0].shape))
+            >>> _ = layer.register_full_backward_hook(hook)
+            >>> layer(ember.ones(3, 2, requires_grad=True)).sum().backward()
+            >>> seen
+            [(3, 1)]
+        """
         return _add_hook(self._backward_hooks, hook, prepend)
 
     def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
-        """``hook(module, prefix, keep_vars)`` runs before ``state_dict`` saves this module."""
+        """``hook(module, prefix, keep_vars)`` runs before ``state_dict`` saves this module.
+
+        Example:
+            >>> calls = []
+            >>> layer = ember.nn.Linear(2, 2)
+            >>> hook = lambda module, prefix, keep_vars: calls.append(prefix)
+            >>> _ = layer.register_state_dict_pre_hook(hook)
+            >>> _ = ember.nn.Sequential(layer).state_dict()
+            >>> calls
+            ['0.']
+        """
         return _add_hook(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
-        """``hook(module, state_dict, prefix, local_metadata)`` runs after this module saved."""
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after this module saved.
+
+        Example:
+            >>> layer = ember.nn.Linear(2, 2)
+            >>> def drop_bias(module, state_dict, prefix, local_metadata):
+            ...     del state_dict[prefix + "bias"]
+            >>> _ = layer.register_state_dict_post_hook(drop_bias)
+            >>> list(layer.state_dict())
+            ['weight']
+        """
         return _add_hook(self._state_dict_hooks, hook)
 
     _register_state_dict_hook = register_state_dict_post_hook
@@ -675,6 +893,12 @@ class Module:
         """An ordered mapping ``dotted name -> tensor`` of parameters and persistent buffers.
 
         Tensors are detached (sharing memory) unless ``keep_vars``.
+
+        Example:
+            >>> nn = ember.nn
+            >>> model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+            >>> list(model.state_dict())
+            ['0.weight', '0.bias', '2.weight', '2.bias']
         """
         if destination is None:
             destination = OrderedDict()
@@ -778,6 +1002,16 @@ class Module:
 
         Returns:
             ``(missing_keys, unexpected_keys)`` as a named tuple.
+
+        Example:
+            >>> a, b = ember.nn.Linear(2, 2), ember.nn.Linear(2, 2)
+            >>> b.load_state_dict(a.state_dict())
+            <All keys matched successfully>
+            >>> ember.equal(a.weight, b.weight)
+            True
+            >>> result = b.load_state_dict({"weight": ember.zeros(2, 2)}, strict=False)
+            >>> result.missing_keys, result.unexpected_keys
+            (['bias'], [])
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
@@ -823,7 +1057,14 @@ class Module:
         return type(self).__name__
 
     def extra_repr(self) -> str:
-        """The module-specific part of ``repr`` (override in subclasses)."""
+        """The module-specific part of ``repr`` (override in subclasses).
+
+        Example:
+            >>> ember.nn.Linear(2, 3).extra_repr()
+            'in_features=2, out_features=3, bias=True'
+            >>> ember.nn.Linear(2, 3)
+            Linear(in_features=2, out_features=3, bias=True)
+        """
         return ""
 
     def __repr__(self) -> str:
