@@ -564,7 +564,7 @@ class Capture:
             raise GraphBreak(f"call to {_qualname(func)}, marked ember.compiler.disable",
                              "remove the `disable` marker to capture it")
         if getattr(func, "_ember_allow_in_graph", False):
-            return self._direct(func, args, kwargs)
+            return self._opaque_call(func, args, kwargs)
         if isinstance(func, types.FunctionType):
             if func.__code__.co_name == "<genexpr>" and func.__code__.co_flags & 0x20:
                 # a generator expression: run it to completion inline, hand out its values
@@ -660,6 +660,30 @@ class Capture:
                 return args[1] if len(args) > 1 else kwargs.get("default")
             raise KeyError(args[0])
         raise GraphBreak(f"{type(owner).__name__}.{name} is not captured")
+
+    def _opaque_call(self, func, args, kwargs):
+        """``allow_in_graph``: one graph node for the whole call (its result's meta comes
+        from running ``func`` on meta tensors, outside the recording mode)."""
+        import operator
+
+        from ember.compiler.meta import map_args
+
+        mode = self.mode
+        nargs = map_args(args, mode._record_arg)
+        nkwargs = map_args(kwargs, mode._record_arg)
+        mode.__exit__(None, None, None)
+        try:
+            node = self.graph.call(func, nargs, nkwargs)
+        finally:
+            mode.__enter__()
+        out = node.meta["val"]
+        if isinstance(out, Tensor):
+            mode.bind(out, node)
+        elif isinstance(out, (tuple, list)):
+            for i, o in enumerate(out):
+                if isinstance(o, Tensor):
+                    mode.bind(o, self.graph.call(operator.getitem, (node, i), meta={"val": o}))
+        return out
 
     def _inline(self, f, args, kwargs):
         return self._run_inlined(f, args, kwargs, [])

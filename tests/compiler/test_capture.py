@@ -868,3 +868,44 @@ def test_optimizer_style_update_under_no_grad():
     for p, w in zip(ps, want):
         _close(p.detach(), w)
         assert p.requires_grad and p.is_leaf
+
+
+@pytest.mark.parametrize("backend", [
+    "eager",
+    pytest.param("numpy", marks=pytest.mark.xfail(
+        strict=True, reason="numpy backend: a Python callable node has no `.name`")),
+])
+def test_allow_in_graph_is_one_node(backend):
+    from ember.compiler import allow_in_graph
+
+    def fused(a, b):
+        return (a * b).sin() + a
+
+    allow_in_graph(fused)
+
+    def f(x, y):
+        return fused(x, y) * 2
+
+    x, y = _x(3), _x(3, seed=1)
+    out = explain(f)(x, y)
+    assert (out.graph_count, out.graph_break_count, out.op_count) == (1, 0, 2)
+    _close(ember.compile(f, backend=backend)(x, y), f(x, y))
+
+
+def test_disabled_function_breaks_and_runs_eagerly():
+    from ember.compiler import disable
+
+    calls = []
+
+    @disable
+    def side(t):
+        calls.append(1)
+        return t + 1
+
+    def f(x):
+        return side(x * 2) * 3
+
+    x = _x(3)
+    out = explain(f)(x)
+    assert out.graph_break_count == 1 and "disable" in out.break_reasons[0].reason
+    _close(ember.compile(f, backend="eager")(x), f(x))
