@@ -11,6 +11,8 @@ that requires grad refuses, like every in-place op; the version counter is bumpe
 
 from __future__ import annotations
 
+import math
+
 from ember.autograd.grad_mode import is_grad_enabled
 from ember.core import dtype as dt
 from ember.core.layout import contiguous_strides, normalize_shape, storage_extent
@@ -109,45 +111,45 @@ def _check_leaf(self: Tensor) -> None:
                            "operation.")
 
 
-def _adopt(self: Tensor, view: Tensor) -> Tensor:
-    """``self`` takes ``view``'s geometry and autograd history (NOTE [In-place views])."""
+def _inplace_view(self: Tensor, make_view) -> Tensor:
+    """``self`` takes the geometry and autograd history of ``make_view()`` (NOTE [In-place
+    views]). The version is bumped first, so a node that saves ``self`` records the version
+    that its backward will find."""
+    _check_leaf(self)
+    self._ver.value += 1
+    view = make_view()
     self._set_meta(view._shape, view._stride, view._offset)
     if view.grad_fn is not None:
         self.grad_fn = view.grad_fn
         self._output_nr = view._output_nr
-    self._ver.value += 1
     return self
 
 
 @tensor_method("squeeze_")
 def squeeze_(self: Tensor, dim=None) -> Tensor:
     """In-place :func:`squeeze`: drops size-1 dims (all, or those in ``dim``)."""
-    _check_leaf(self)
-    return _adopt(self, squeeze(self, dim))
+    return _inplace_view(self, lambda: squeeze(self, dim))
 
 
 @tensor_method("unsqueeze_")
 def unsqueeze_(self: Tensor, dim: int) -> Tensor:
     """In-place :func:`unsqueeze`: inserts a size-1 dim at ``dim``."""
-    _check_leaf(self)
-    return _adopt(self, unsqueeze(self, dim))
+    return _inplace_view(self, lambda: unsqueeze(self, dim))
 
 
 @tensor_method("t_")
 def t_(self: Tensor) -> Tensor:
     """In-place :func:`t` (tensors of at most 2 dims)."""
-    _check_leaf(self)
     if self.dim() > 2:
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is "
                            f"{self.dim()}D")
-    return _adopt(self, t(self))
+    return _inplace_view(self, lambda: t(self))
 
 
 @tensor_method("transpose_")
 def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
     """In-place :func:`transpose` of dims ``dim0`` and ``dim1``."""
-    _check_leaf(self)
-    return _adopt(self, transpose(self, dim0, dim1))
+    return _inplace_view(self, lambda: transpose(self, dim0, dim1))
 
 
 @tensor_method("swapdims_")
@@ -342,3 +344,282 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
     _require("is_same_size", input)
     _require("is_same_size", other, "other", 2)
     return input._shape == other._shape
+
+
+# -- real-number forms of the complex API -----------------------------------------------------
+# ember has no complex dtypes: conjugation is the identity and every tensor is real, as torch
+# behaves for real tensors.
+@tensor_method("is_conj")
+def is_conj(input: Tensor) -> bool:
+    """False: a real tensor never carries a lazy conjugation bit."""
+    _require("is_conj", input)
+    return False
+
+
+@tensor_method("is_neg")
+def is_neg(input: Tensor) -> bool:
+    """False: ember has no lazy negation bit."""
+    _require("is_neg", input)
+    return False
+
+
+def is_complex(input: Tensor) -> bool:
+    """False: ember has no complex dtypes (``torch.is_complex``)."""
+    _require("is_complex", input)
+    return False
+
+
+def is_signed(input: Tensor) -> bool:
+    """Whether ``input``'s dtype is signed (``torch.is_signed``)."""
+    _require("is_signed", input)
+    return input.is_signed()
+
+
+def is_inference(input: Tensor) -> bool:
+    """Whether ``input`` was made in inference mode (``torch.is_inference``)."""
+    _require("is_inference", input)
+    return input.is_inference()
+
+
+@composite("resolve_conj(Tensor(a) self) -> Tensor(a)")
+def resolve_conj(input: Tensor) -> Tensor:
+    """``input`` itself (no conjugation bit to materialise)."""
+    _require("resolve_conj", input)
+    return input
+
+
+@composite("resolve_neg(Tensor(a) self) -> Tensor(a)")
+def resolve_neg(input: Tensor) -> Tensor:
+    """``input`` itself (no negation bit to materialise)."""
+    _require("resolve_neg", input)
+    return input
+
+
+@composite("conj(Tensor(a) self) -> Tensor(a)")
+def conj(input: Tensor) -> Tensor:
+    """The complex conjugate: ``input`` itself for a real tensor, as torch."""
+    _require("conj", input)
+    return input
+
+
+@composite("conj_physical(Tensor self) -> Tensor")
+def conj_physical(input: Tensor) -> Tensor:
+    """The complex conjugate computed eagerly: ``input`` itself for a real tensor, as torch."""
+    _require("conj_physical", input)
+    return input
+
+
+@tensor_method("conj_physical_")
+def conj_physical_(input: Tensor) -> Tensor:
+    """In-place :func:`conj_physical`: nothing to do for a real tensor."""
+    return input
+
+
+@composite("real(Tensor(a) self) -> Tensor(a)", method=False)
+def real(input: Tensor) -> Tensor:
+    """The real part: ``input`` itself for a real tensor, as torch."""
+    _require("real", input)
+    return input
+
+
+@composite("isreal(Tensor self) -> Tensor")
+def isreal(input: Tensor) -> Tensor:
+    """All True (bool): every element of a real tensor is real."""
+    _require("isreal", input)
+    from ember.ops.creation import ones_like
+    return ones_like(input, dtype=dt.bool_)
+
+
+@composite("angle(Tensor self, *, Tensor(a!)? out=None) -> Tensor")
+def angle(input: Tensor, *, out=None) -> Tensor:
+    """The argument of each element: pi for negative reals, 0 otherwise, NaN for NaN.
+
+    Integers promote to the default float dtype; the gradient is zero, as torch's for reals.
+    """
+    _require("angle", input)
+    from ember.ops.pointwise import where
+    from ember.ops.special import write_out
+    x = input if input._dtype.is_floating_point else input.to(dt.get_default_dtype())
+    value = where(x < 0, math.pi, 0.0).to(x._dtype)
+    value = where(x.isnan(), x * 0, value)  # NaN stays NaN; the gradient is zero everywhere
+    return write_out(value, out, "angle")
+
+
+# -- small Tensor methods ---------------------------------------------------------------------
+@tensor_method("as_strided_")
+def as_strided_(self: Tensor, size, stride, storage_offset=None) -> Tensor:
+    """In-place :func:`as_strided` (NOTE [In-place views])."""
+    from ember.ops.views import alias, as_strided
+    # as_strided's backward reads its saved input's geometry: give it an alias that keeps
+    # the old geometry while ``self`` takes the new one
+    return _inplace_view(self, lambda: as_strided(alias(self), size, stride, storage_offset))
+
+
+@tensor_method("addr_")
+def addr_(self: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """In-place :func:`addr`: ``self = beta * self + alpha * outer(vec1, vec2)``."""
+    from ember.ops.composites import addr
+    from ember.ops.pointwise import check_inplace
+    result = addr(self.clone() if is_grad_enabled() else self, vec1, vec2, beta=beta,
+                  alpha=alpha)
+    check_inplace(self, result._shape, result._dtype)
+    return self.copy_(result)
+
+
+@tensor_method("fill_diagonal_")
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Fill the main diagonal (all dims equal beyond 2-d) with ``fill_value``, in place.
+
+    ``wrap=True`` restarts the diagonal every ``cols + 1`` rows of a tall matrix, as torch.
+
+    Raises:
+        RuntimeError: fewer than 2 dims, or unequal dims beyond 2-d.
+    """
+    from ember.ops.views import as_strided
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.dim() > 2 and len(set(self._shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    n = min(self._shape)
+    step = sum(self._stride)
+    if wrap and self.dim() == 2 and self._shape[0] > self._shape[1] + 1:
+        rows, cols = self._shape
+        # the diagonal restarts every cols + 1 rows; each block holds min(cols, rows left)
+        for start in range(0, rows, cols + 1):
+            length = min(cols, rows - start)
+            as_strided(self, (length,), (step,), self._offset + start * self._stride[0]) \
+                .fill_(fill_value)
+        return self
+    as_strided(self, (n,), (step,), self._offset).fill_(fill_value)
+    return self
+
+
+@tensor_method("sum_to_size")
+def sum_to_size(self: Tensor, *size) -> Tensor:
+    """Sum ``self`` down to the broadcast-compatible shape ``size``."""
+    from ember.ops.views import sum_to_shape
+    shape = normalize_shape(size)
+    if len(shape) > self.dim() or any(s not in (1, t) for s, t in
+                                      zip(shape[::-1], self._shape[::-1])):
+        raise RuntimeError(f"size {{{', '.join(map(str, shape))}}} is not expandable to size "
+                           f"{{{', '.join(map(str, self._shape))}}}.")
+    return sum_to_shape(self, shape)
+
+
+@tensor_method("is_set_to")
+def is_set_to(self: Tensor, tensor: Tensor) -> bool:
+    """Whether both tensors view the same memory with the same geometry."""
+    return (self._storage is tensor._storage and self._offset == tensor._offset
+            and self._shape == tensor._shape and self._stride == tensor._stride)
+
+
+@tensor_method("new_empty_strided")
+def new_empty_strided(self: Tensor, size, stride, *, dtype=None, device=None,
+                      requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor of ``size``/``stride`` with ``self``'s dtype and device."""
+    from ember.ops.creation import empty_strided
+    return empty_strided(size, stride, dtype=dtype or self._dtype,
+                         device=device or self._device, requires_grad=requires_grad)
+
+
+@tensor_method("new")
+def new(self: Tensor, *args, **kwargs) -> Tensor:
+    """torch's legacy constructor on an instance: ``t.new(2, 3)`` is uninitialised, ``t.new()``
+    empty and ``t.new(data)`` a copy of ``data``, all with ``self``'s dtype."""
+    from ember.ops.creation import empty, tensor
+    dtype, device = kwargs.pop("dtype", self._dtype), kwargs.pop("device", self._device)
+    if len(args) == 1 and not isinstance(args[0], int):
+        return tensor(args[0], dtype=dtype, device=device)
+    return empty(*args, dtype=dtype, device=device) if args else \
+        empty(0, dtype=dtype, device=device)
+
+
+@tensor_method("dim_order")
+def dim_order(self: Tensor) -> tuple:
+    """The dims from outermost to innermost in memory (largest stride first)."""
+    return tuple(sorted(range(self.dim()), key=lambda i: -self._stride[i]))
+
+
+@tensor_method("const_data_ptr")
+def const_data_ptr(self: Tensor) -> int:
+    """Same as :meth:`data_ptr`."""
+    return self.data_ptr()
+
+
+@tensor_method("apply_")
+def apply_(self: Tensor, callable) -> Tensor:
+    """Replace each element ``x`` by ``callable(x)``, in place (Python speed; CPU only)."""
+    from ember.ops.creation import tensor
+    values = [callable(v) for v in self.reshape(-1).tolist()]
+    return self.copy_(tensor(values, dtype=self._dtype).view(self._shape))
+
+
+@tensor_method("map_")
+def map_(self: Tensor, other: Tensor, callable) -> Tensor:
+    """``self[i] = callable(self[i], other[i])`` with ``other`` broadcast, in place."""
+    from ember.ops.creation import tensor
+    b = other.expand(self._shape).reshape(-1).tolist()
+    values = [callable(x, y) for x, y in zip(self.reshape(-1).tolist(), b)]
+    return self.copy_(tensor(values, dtype=self._dtype).view(self._shape))
+
+
+def _false_property(name: str, doc: str):
+    prop = property(lambda self: False, doc=doc)
+    prop.fget.__name__ = name
+    return prop
+
+
+# torch's layout and backend predicates, all False for ember's dense CPU/meta tensors
+for _flag in ("is_sparse", "is_sparse_csr", "is_quantized", "is_nested", "is_mkldnn",
+              "is_vulkan", "is_xla", "is_xpu", "is_ipu", "is_maia", "is_mtia", "is_mps"):
+    if not hasattr(Tensor, _flag):
+        setattr(Tensor, _flag, _false_property(_flag, f"False: ember has no {_flag[3:]} tensors."))
+Tensor.output_nr = property(lambda self: self._output_nr, doc="Index among its node's outputs.")
+
+
+# -- top-level helpers ------------------------------------------------------------------------
+def typename(obj) -> str:
+    """torch's type name of a tensor (``'torch.FloatTensor'``), else the Python type's name."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    return name if module in ("builtins", None) else f"{module}.{name}"
+
+
+def get_device(input: Tensor) -> int:
+    """The device index of ``input``: -1 on the CPU."""
+    _require("get_device", input)
+    return input.get_device()
+
+
+def unravel_index(indices, shape) -> tuple:
+    """Multi-dimensional indices of flat ``indices`` in a tensor of ``shape``.
+
+    Raises:
+        TypeError: ``indices`` is not an integer tensor.
+    """
+    from ember.ops.creation import tensor
+    if not isinstance(indices, Tensor):
+        indices = tensor(indices)
+    if indices._dtype.is_floating_point or indices._dtype is dt.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices._dtype}")
+    indices = indices.to(dt.int64)
+    shape = normalize_shape((shape,)) if not isinstance(shape, int) else (shape,)
+    out = []
+    rest = indices
+    for size in reversed(shape):
+        out.append(rest.remainder(size))
+        rest = rest.div(size, rounding_mode="floor")
+    return tuple(reversed(out))
+
+
+e = math.e
+pi = math.pi
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+__all__ += ["is_conj", "is_neg", "is_complex", "is_signed", "is_inference", "resolve_conj",
+            "resolve_neg", "conj", "conj_physical", "real", "isreal", "angle", "typename",
+            "get_device", "unravel_index", "e", "pi", "inf", "nan", "newaxis"]

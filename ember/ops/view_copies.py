@@ -9,11 +9,12 @@ ops, ``clone`` and ``copy_``, so autograd and the Meta device need nothing more.
 
 from __future__ import annotations
 
-from ember.ops._define import composite
+from ember.ops._define import TENSOR_METHODS, composite
 from ember.ops.copy import clone
 from ember.ops.views import (
     alias,
     as_strided,
+    chunk,
     detach,
     diagonal,
     expand,
@@ -177,3 +178,28 @@ def _declare_copy(name: str, args: str, view_op) -> None:
 
 for _name, (_args, _view) in _COPIES.items():
     _declare_copy(_name, _args, _view)
+
+TENSOR_METHODS["narrow_copy"] = globals()["narrow_copy"]  # torch has it as a method too
+
+
+# -- unsafe splits ------------------------------------------------------------------------------
+@composite("unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]")
+def unsafe_chunk(input, chunks: int, dim: int = 0):
+    """:func:`chunk` whose views autograd does not guard against in-place changes (torch's
+    "unsafe" variant); the views are the same."""
+    return chunk(input, chunks, dim)
+
+
+@composite("unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]")
+def unsafe_split(input, split_size, dim: int = 0):
+    """:func:`split` without autograd's guard on in-place changes of the views."""
+    return split(input, split_size, dim)
+
+
+@composite("unsafe_split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]")
+def unsafe_split_with_sizes(input, split_sizes, dim: int = 0):
+    """:func:`split_with_sizes` without autograd's guard on in-place changes of the views."""
+    return split_with_sizes(input, split_sizes, dim)
+
+
+__all__ += ["unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes"]
