@@ -184,6 +184,13 @@ class Optimizer:
             TypeError: not a dict, params given as a set, or a parameter that is not a tensor.
             ValueError: a non-leaf tensor, a required option missing, names on only some
                 parameters or groups, or a parameter already in another group.
+
+        Example:
+            >>> w, head = ember.zeros(2, requires_grad=True), ember.zeros(1, requires_grad=True)
+            >>> opt = ember.optim.SGD([w], lr=0.1)
+            >>> opt.add_param_group({"params": [head], "lr": 0.01})
+            >>> [g["lr"] for g in opt.param_groups]
+            [0.1, 0.01]
         """
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
@@ -246,6 +253,14 @@ class Optimizer:
             set_to_none: set ``.grad`` to None (default); otherwise detach the existing gradient
                 (``detach_`` if it has a ``grad_fn``, else ``requires_grad_(False)``) and fill it
                 with zeros in place, keeping the same tensor object.
+
+        Example:
+            >>> w = ember.ones(2, requires_grad=True)
+            >>> opt = ember.optim.SGD([w], lr=0.1)
+            >>> (w * w).sum().backward()
+            >>> opt.zero_grad()
+            >>> w.grad is None
+            True
         """
         for group in self.param_groups:
             for p in group["params"]:
@@ -263,7 +278,20 @@ class Optimizer:
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; return what ``closure`` (re-evaluating the loss)
-        returns, or None without a closure."""
+        returns, or None without a closure.
+
+        Example:
+            >>> w = ember.ones(2, requires_grad=True)
+            >>> opt = ember.optim.SGD([w], lr=0.5)
+            >>> def closure():
+            ...     opt.zero_grad()
+            ...     loss = (w * w).sum()
+            ...     loss.backward()
+            ...     return loss
+            >>> loss = opt.step(closure)  # w -= 0.5 * 2 * w
+            >>> loss.item(), w.tolist()
+            (2.0, [0.0, 0.0])
+        """
         raise NotImplementedError
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -277,27 +305,80 @@ class Optimizer:
 
     def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Run ``hook(optimizer, args, kwargs)`` before each ``step``; it may return
-        ``(new_args, new_kwargs)``."""
+        ``(new_args, new_kwargs)``.
+
+        Example:
+            >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+            >>> steps = []
+            >>> handle = opt.register_step_pre_hook(lambda optimizer, args, kw: steps.append("pre"))
+            >>> opt.step(); steps
+            ['pre']
+        """
         return self._register(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
-        """Run ``hook(optimizer, args, kwargs)`` after each ``step``."""
+        """Run ``hook(optimizer, args, kwargs)`` after each ``step``.
+
+        Example:
+            >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+            >>> steps = []
+            >>> handle = opt.register_step_post_hook(lambda opt, args, kw: steps.append("post"))
+            >>> opt.step(); handle.remove(); opt.step(); steps
+            ['post']
+        """
         return self._register(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False):
-        """Run ``hook(optimizer)`` before ``state_dict`` builds its result."""
+        """Run ``hook(optimizer)`` before ``state_dict`` builds its result.
+
+        Example:
+            >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+            >>> calls = []
+            >>> _ = opt.register_state_dict_pre_hook(lambda optimizer: calls.append("saving"))
+            >>> _ = opt.state_dict(); calls
+            ['saving']
+        """
         return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
     def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False):
-        """Run ``hook(optimizer, state_dict)`` on the result; a returned dict replaces it."""
+        """Run ``hook(optimizer, state_dict)`` on the result; a returned dict replaces it.
+
+        Example:
+            >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+            >>> def tag(optimizer, state_dict):
+            ...     state_dict["note"] = "run 7"
+            ...     return state_dict
+            >>> _ = opt.register_state_dict_post_hook(tag)
+            >>> opt.state_dict()["note"]
+            'run 7'
+        """
         return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
 
     def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False):
-        """Run ``hook(optimizer, state_dict)`` before loading; a returned dict is loaded."""
+        """Run ``hook(optimizer, state_dict)`` before loading; a returned dict is loaded.
+
+        Example:
+            >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+            >>> saved = opt.state_dict()
+            >>> def halve_lr(optimizer, state_dict):
+            ...     state_dict["param_groups"][0]["lr"] /= 2
+            ...     return state_dict
+            >>> _ = opt.register_load_state_dict_pre_hook(halve_lr)
+            >>> opt.load_state_dict(saved); opt.param_groups[0]["lr"]
+            0.05
+        """
         return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
     def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False):
-        """Run ``hook(optimizer)`` after loading."""
+        """Run ``hook(optimizer)`` after loading.
+
+        Example:
+            >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+            >>> calls = []
+            >>> _ = opt.register_load_state_dict_post_hook(lambda optimizer: calls.append("loaded"))
+            >>> opt.load_state_dict(opt.state_dict()); calls
+            ['loaded']
+        """
         return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # -- state dicts ---------------------------------------------------------------------------
@@ -308,6 +389,14 @@ class Optimizer:
             ``{"state": {index: {name: value}}, "param_groups": [{**options, "params":
             [index, ...]}]}``: parameters are numbered in group order; state tensors are
             returned by reference, not copied.
+
+        Example:
+            >>> w = ember.ones(2, requires_grad=True)
+            >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
+            >>> (w * w).sum().backward(); opt.step()
+            >>> sd = opt.state_dict()
+            >>> sorted(sd), sd["param_groups"][0]["params"], sorted(sd["state"][0])
+            (['param_groups', 'state'], [0], ['momentum_buffer'])
         """
         for hook in self._optimizer_state_dict_pre_hooks.values():
             hook(self)
@@ -335,6 +424,15 @@ class Optimizer:
 
         Raises:
             ValueError: the number of groups, or the size of a group, differs.
+
+        Example:
+            >>> w = ember.ones(2, requires_grad=True)
+            >>> opt = ember.optim.Adam([w], lr=0.1)
+            >>> (w * w).sum().backward(); opt.step()
+            >>> restored = ember.optim.Adam([w], lr=0.5)
+            >>> restored.load_state_dict(opt.state_dict())
+            >>> restored.param_groups[0]["lr"], int(restored.state[w]["step"])
+            (0.1, 1)
         """
         state_dict = state_dict.copy()
         for hook in self._optimizer_load_state_dict_pre_hooks.values():
