@@ -93,12 +93,13 @@ HOST_READING = {"median_dim": "median", "nanmedian_dim": "nanmedian", "mode": "m
 
 
 def _cases(db):
-    """Each entry with its first dtype, and int64 where it takes integers too."""
+    """Each entry with its first dtype, and int64 and bfloat16 where it takes them."""
     cases = []
     for info in db.OPS:
         if info.name in HOST_READING:
             continue
-        for d in dict.fromkeys(info.dtypes[:1] + tuple(d for d in info.dtypes if d == "int64")):
+        extra = tuple(d for d in info.dtypes if d in ("int64", "bfloat16"))
+        for d in dict.fromkeys(info.dtypes[:1] + extra):
             cases.append(pytest.param(info, d, id=f"{info.name}-{d}"))
     return cases
 
