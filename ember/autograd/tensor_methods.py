@@ -16,13 +16,28 @@ def backward(self: Tensor, gradient=None, retain_graph=None, create_graph: bool 
     """Accumulate the gradient of this tensor into the leaves' ``.grad``.
 
     ``gradient`` may be omitted only for a one-element tensor (implicitly 1).
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * x
+        >>> y.backward(ember.tensor([1.0, 0.5]))  # non-scalar outputs need a gradient
+        >>> x.grad
+        tensor([2., 2.])
     """
     _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
 def register_hook(self: Tensor, hook) -> RemovableHandle:
     """``hook(grad) -> Tensor | None`` runs when this tensor's gradient is computed; a returned
-    tensor replaces the gradient."""
+    tensor replaces the gradient.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> handle = x.register_hook(lambda grad: grad * 2)
+        >>> (x * 3).sum().backward(); x.grad
+        tensor([6., 6.])
+        >>> handle.remove()
+    """
     if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is not None:
@@ -36,7 +51,15 @@ def register_hook(self: Tensor, hook) -> RemovableHandle:
 
 
 def register_post_accumulate_grad_hook(self: Tensor, hook) -> RemovableHandle:
-    """``hook(tensor)`` runs after this leaf's ``.grad`` has been updated."""
+    """``hook(tensor)`` runs after this leaf's ``.grad`` has been updated.
+
+    Example:
+        >>> w = ember.ones(2, requires_grad=True)
+        >>> seen = []
+        >>> _ = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+        >>> (w * 3).sum().backward(); seen
+        [[3.0, 3.0]]
+    """
     if self.grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
     if not self._requires_grad:
@@ -49,7 +72,15 @@ def register_post_accumulate_grad_hook(self: Tensor, hook) -> RemovableHandle:
 
 
 def retain_grad(self: Tensor) -> None:
-    """Populate ``.grad`` for this non-leaf tensor during backward."""
+    """Populate ``.grad`` for this non-leaf tensor during backward.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> y = x * 2
+        >>> y.retain_grad()
+        >>> (y * y).sum().backward(); y.grad
+        tensor([4., 4.])
+    """
     if not self.requires_grad:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if self.grad_fn is None or self._retains_grad:
@@ -73,11 +104,26 @@ def retain_grad(self: Tensor) -> None:
 
 
 def retains_grad(self: Tensor) -> bool:
+    """Whether ``retain_grad()`` was called on this non-leaf tensor.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> y = x * 2
+        >>> y.retains_grad, (y.retain_grad(), y.retains_grad)[1]
+        (False, True)
+    """
     return self._retains_grad
 
 
 def detach_(self: Tensor) -> Tensor:
-    """Detach this tensor from the graph in place (it becomes a leaf)."""
+    """Detach this tensor from the graph in place (it becomes a leaf).
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> y = x * 2
+        >>> y.detach_() is y, y.requires_grad, y.grad_fn is None
+        (True, False, True)
+    """
     if self._base is not None and self._base.requires_grad:
         raise RuntimeError("Can't detach views in-place. Use detach() instead.")
     self.grad_fn = None

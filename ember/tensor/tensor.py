@@ -122,67 +122,156 @@ class Tensor:
     # -- metadata ----------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
+        """The size of each dimension, as an ``ember.Size``.
+
+        Example:
+            >>> ember.zeros(2, 3).shape
+            ember.Size([2, 3])
+        """
         return Size(self._shape)
 
     def size(self, dim: int | None = None):
-        """The shape as ``ember.Size``, or the size of one ``dim``."""
+        """The shape as ``ember.Size``, or the size of one ``dim``.
+
+        Example:
+            >>> x = ember.zeros(2, 3)
+            >>> x.size(), x.size(1), x.size(-1)
+            (ember.Size([2, 3]), 3, 3)
+        """
         if dim is None:
             return Size(self._shape)
         return self._shape[_wrap(dim, len(self._shape))]
 
     def stride(self, dim: int | None = None):
-        """Strides in elements, or the stride of one ``dim``."""
+        """Strides in elements, or the stride of one ``dim``.
+
+        Example:
+            >>> x = ember.zeros(2, 3)
+            >>> x.stride(), x.t().stride(), x.stride(1)
+            ((3, 1), (1, 3), 1)
+        """
         if dim is None:
             return self._stride
         return self._stride[_wrap(dim, len(self._shape))]
 
     def storage_offset(self) -> int:
-        """Offset of element 0 into the storage, in elements."""
+        """Offset of element 0 into the storage, in elements.
+
+        Example:
+            >>> ember.arange(6)[2:].storage_offset()
+            2
+        """
         return self._offset
 
     def dim(self) -> int:
+        """Number of dimensions (``ndim``, ``ndimension()``).
+
+        Example:
+            >>> ember.zeros(2, 3, 4).dim(), ember.zeros(2, 3, 4).ndimension()
+            (3, 3)
+        """
         return len(self._shape)
 
     ndimension = dim
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions (a property).
+
+        Example:
+            >>> ember.zeros(2, 3).ndim
+            2
+        """
         return len(self._shape)
 
     def numel(self) -> int:
+        """Number of elements (``nelement()``).
+
+        Example:
+            >>> ember.zeros(2, 3).numel(), ember.zeros(2, 3).nelement()
+            (6, 6)
+        """
         return numel(self._shape)
 
     nelement = numel
 
     def element_size(self) -> int:
+        """Bytes per element.
+
+        Example:
+            >>> ember.ones(1).element_size(), ember.ones(1, dtype=ember.float16).element_size()
+            (4, 2)
+        """
         return self._dtype.itemsize
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element (a property).
+
+        Example:
+            >>> ember.ones(1, dtype=ember.float64).itemsize
+            8
+        """
         return self._dtype.itemsize
 
     @property
     def nbytes(self) -> int:
+        """Bytes the elements take (``numel() * itemsize``).
+
+        Example:
+            >>> ember.ones(2, 3).nbytes
+            24
+        """
         return numel(self._shape) * self._dtype.itemsize
 
     @property
     def dtype(self) -> dt.DType:
+        """The element type.
+
+        Example:
+            >>> ember.tensor([1, 2]).dtype, ember.tensor([1.0]).dtype, ember.tensor([True]).dtype
+            (ember.int64, ember.float32, ember.bool)
+        """
         return self._dtype
 
     @property
     def device(self) -> Device:
+        """The device the tensor's storage lives on.
+
+        Example:
+            >>> ember.ones(2).device, ember.ones(2, device="meta").device
+            (device(type='cpu'), device(type='meta'))
+        """
         return self._device
 
     @property
     def is_meta(self) -> bool:
+        """Whether the tensor lives on the ``meta`` device (shapes, no data).
+
+        Example:
+            >>> ember.empty(3, device="meta").is_meta
+            True
+        """
         return self._device is META
 
     @property
     def is_cpu(self) -> bool:
+        """Whether the tensor lives on the CPU.
+
+        Example:
+            >>> ember.ones(1).is_cpu, ember.ones(1, device="meta").is_cpu
+            (True, False)
+        """
         return self._device is CPU
 
     @property
     def is_cuda(self) -> bool:
+        """Whether the tensor lives on a CUDA device.
+
+        Example:
+            >>> ember.ones(1).is_cuda
+            False
+        """
         return self._device.type == "cuda"
 
     def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
@@ -212,6 +301,13 @@ class Tensor:
         The accelerator's backend descriptor pins (its ``extra["pin_memory"]`` hook; a backend
         without one gives a plain contiguous copy). Without an accelerator backend this raises
         torch's ``RuntimeError``.
+
+        Example:
+            >>> try:  # page-locked memory needs an accelerator
+            ...     ember.ones(2).pin_memory()
+            ... except RuntimeError as e:
+            ...     print(e)
+            Cannot access accelerator device when none is available.
         """
         backend = _accelerator()
         if backend is None:
@@ -221,32 +317,81 @@ class Tensor:
 
     def is_pinned(self, device=None) -> bool:
         """Whether this tensor lives in page-locked host memory (the accelerator backend's
-        ``extra["is_pinned"]`` hook says; False without one)."""
+        ``extra["is_pinned"]`` hook says; False without one).
+
+        Example:
+            >>> ember.ones(1).is_pinned()
+            False
+        """
         backend = _accelerator()
         hook = None if backend is None else backend.extra.get("is_pinned")
         return bool(hook(self)) if hook is not None else False
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating-point type.
+
+        Example:
+            >>> ember.ones(1).is_floating_point(), ember.tensor([1]).is_floating_point()
+            (True, False)
+        """
         return self._dtype.is_floating_point
 
     def is_complex(self) -> bool:
+        """False: ember has no complex dtypes.
+
+        Example:
+            >>> ember.ones(1).is_complex()
+            False
+        """
         return False
 
     def is_signed(self) -> bool:
+        """Whether the dtype is signed.
+
+        Example:
+            >>> ember.tensor([1]).is_signed(), ember.tensor([1], dtype=ember.uint8).is_signed()
+            (True, False)
+        """
         return self._dtype.is_signed
 
     def get_device(self) -> int:
+        """The device index: -1 for CPU tensors, as torch.
+
+        Example:
+            >>> ember.ones(1).get_device()
+            -1
+        """
         return -1 if self._device.type == "cpu" else (self._device.index or 0)
 
     def is_contiguous(self, memory_format=None) -> bool:
-        """PyTorch's rule: size-1 dims may have any stride; empty tensors are contiguous."""
+        """PyTorch's rule: size-1 dims may have any stride; empty tensors are contiguous.
+
+        Example:
+            >>> x = ember.zeros(2, 3)
+            >>> x.is_contiguous(), x.t().is_contiguous()
+            (True, False)
+        """
         return is_contiguous(self._shape, self._stride)
 
     def untyped_storage(self) -> Storage:
+        """The untyped storage (bytes) under the tensor, shared with its views.
+
+        Example:
+            >>> x = ember.arange(4, dtype=ember.int32)
+            >>> s = x[2:].untyped_storage()
+            >>> s.nbytes(), s.data_ptr() == x.untyped_storage().data_ptr()
+            (16, True)
+        """
         return self._storage
 
     def data_ptr(self) -> int:
-        """Address of element 0 (storage pointer plus offset in bytes)."""
+        """Address of element 0 (storage pointer plus offset in bytes).
+
+        Example:
+            >>> x = ember.arange(4)
+            >>> x[1:].data_ptr() - x.data_ptr() == x.element_size()
+            True
+        """
         return self._storage.data_ptr() + self._offset * self._dtype.itemsize
 
     @property
@@ -267,11 +412,26 @@ class Tensor:
         return self._base is not None
 
     def is_inference(self) -> bool:
+        """Whether the tensor was created in ``inference_mode``.
+
+        Example:
+            >>> with ember.inference_mode():
+            ...     x = ember.ones(1)
+            >>> x.is_inference(), ember.ones(1).is_inference()
+            (True, False)
+        """
         return self._is_inference
 
     @property
     def data(self) -> Tensor:
-        """The same memory outside autograd, with a version counter of its own (torch's .data)."""
+        """The same memory outside autograd, with a version counter of its own (torch's .data).
+
+        Example:
+            >>> w = ember.ones(2, requires_grad=True)
+            >>> _ = w.data.mul_(3)  # changes w without autograd recording it
+            >>> w.data.requires_grad, w
+            (False, tensor([3., 3.], requires_grad=True))
+        """
         out = make_tensor(self._storage, self._shape, self._stride, self._offset, self._dtype,
                           self._device)
         out._is_inference = self._is_inference
@@ -287,7 +447,15 @@ class Tensor:
 
     @property
     def grad(self) -> Tensor | None:
-        """The accumulated gradient of a leaf (None until a backward reaches it)."""
+        """The accumulated gradient of a leaf (None until a backward reaches it).
+
+        Example:
+            >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+            >>> x.grad is None
+            True
+            >>> (x * x).sum().backward(); x.grad
+            tensor([2., 4.])
+        """
         return self._grad
 
     @grad.setter
@@ -306,6 +474,16 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
+        """Whether autograd records operations on this tensor; settable on leaves.
+
+        Example:
+            >>> x = ember.ones(2)
+            >>> x.requires_grad
+            False
+            >>> x.requires_grad = True
+            >>> (x * 2).requires_grad
+            True
+        """
         return self._requires_grad or self.grad_fn is not None
 
     @requires_grad.setter
@@ -313,7 +491,13 @@ class Tensor:
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        """Set ``requires_grad`` on a leaf; only floating tensors can require gradients."""
+        """Set ``requires_grad`` on a leaf; only floating tensors can require gradients.
+
+        Example:
+            >>> x = ember.ones(2).requires_grad_()
+            >>> x.requires_grad, x.requires_grad_(False).requires_grad
+            (True, False)
+        """
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
@@ -332,6 +516,13 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        """Whether the tensor has no ``grad_fn`` (created by the user, not by a recorded op).
+
+        Example:
+            >>> x = ember.ones(2, requires_grad=True)
+            >>> x.is_leaf, (x * 2).is_leaf, ember.ones(2).is_leaf
+            (True, False, True)
+        """
         return self.grad_fn is None
 
     @property
@@ -350,7 +541,15 @@ class Tensor:
 
     # -- data access --------------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """A NumPy array sharing this tensor's memory (the array keeps the storage alive)."""
+        """A NumPy array sharing this tensor's memory (the array keeps the storage alive).
+
+        Example:
+            >>> x = ember.tensor([1.0, 2.0])
+            >>> a = x.numpy()
+            >>> a[0] = 5.0  # shares memory with x
+            >>> x, a.dtype
+            (tensor([5., 2.]), dtype('float32'))
+        """
         if self._device is not CPU:
             raise TypeError(f"can't convert {self._device.type} device type tensor to numpy. "
                             "Use Tensor.cpu() to copy the tensor to host memory first.")
@@ -364,7 +563,12 @@ class Tensor:
         return arr if dtype is None else arr.astype(dtype)
 
     def item(self):
-        """The value of a one-element tensor as a Python number."""
+        """The value of a one-element tensor as a Python number.
+
+        Example:
+            >>> ember.tensor([[2.5]]).item(), ember.tensor(3).item()
+            (2.5, 3)
+        """
         if numel(self._shape) != 1:
             raise RuntimeError(f"a Tensor with {numel(self._shape)} elements cannot be "
                                "converted to Scalar")
@@ -373,7 +577,14 @@ class Tensor:
         return value
 
     def tolist(self):
-        """Nested Python lists of Python numbers (a scalar for a 0-d tensor)."""
+        """Nested Python lists of Python numbers (a scalar for a 0-d tensor).
+
+        Example:
+            >>> ember.tensor([[1, 2], [3, 4]]).tolist()
+            [[1, 2], [3, 4]]
+            >>> ember.tensor(0.5).tolist()
+            0.5
+        """
         if self._device is META:
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         arr = numpy_view(self)
