@@ -19,7 +19,14 @@ __all__ = ["copy_", "clone", "contiguous", "to", "type_as", "fill_", "zero_"]
 @operator("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
           (Tag.inplace,))
 def copy_(self: Tensor, src, non_blocking: bool = False):
-    """Copy ``src`` (broadcast, cast) into ``self``; bumps ``self``'s version."""
+    """Copy ``src`` (broadcast, cast) into ``self``; bumps ``self``'s version.
+
+    Example:
+        >>> x = ember.zeros(2, 3)
+        >>> x.copy_(ember.tensor([1, 2, 3]))  # broadcast and cast
+        tensor([[1., 2., 3.],
+                [1., 2., 3.]])
+    """
     check_writable(self)
     if isinstance(src, Tensor):
         shape = broadcast_shapes(self._shape, src._shape)
@@ -48,7 +55,12 @@ def _copy_backward(ctx, grad):
 @operator("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
           (Tag.inplace, Tag.pointwise))
 def fill_(self: Tensor, value):
-    """Fill ``self`` with ``value`` (a number or a 0-d tensor); expanded tensors are allowed."""
+    """Fill ``self`` with ``value`` (a number or a 0-d tensor); expanded tensors are allowed.
+
+    Example:
+        >>> ember.empty(3).fill_(0.5)
+        tensor([0.5000, 0.5000, 0.5000])
+    """
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{value.dim()} dimensions.")
@@ -64,13 +76,26 @@ def _fill_backward(ctx, grad):
 
 @composite("zero_(Tensor(a!) self) -> Tensor(a!)", tags=(Tag.inplace,))
 def zero_(self: Tensor) -> Tensor:
-    """Fill ``self`` with zeros."""
+    """Fill ``self`` with zeros.
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> ember.zero_(x) is x, x
+        (True, tensor([0., 0.]))
+    """
     return fill_(self, 0)
 
 
 @composite("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor")
 def clone(self: Tensor, *, memory_format=None) -> Tensor:
-    """A copy with its own storage (dense strides kept, others made contiguous)."""
+    """A copy with its own storage (dense strides kept, others made contiguous).
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> y = x.clone()
+        >>> y.data_ptr() != x.data_ptr(), y.requires_grad
+        (True, True)
+    """
     from ember.ops.creation import empty, empty_strided
     if memory_format is None and is_non_overlapping_and_dense(self._shape, self._stride):
         out = empty_strided(self._shape, self._stride, dtype=self._dtype, device=self._device)
@@ -87,7 +112,14 @@ def _fresh(out: Tensor) -> Tensor:
 
 @tensor_method("contiguous")
 def contiguous(self: Tensor, memory_format=None) -> Tensor:
-    """``self`` if already contiguous, else a contiguous copy."""
+    """``self`` if already contiguous, else a contiguous copy.
+
+    Example:
+        >>> x = ember.arange(6).reshape(2, 3).t()
+        >>> y = x.contiguous()
+        >>> x.is_contiguous(), y.is_contiguous(), y.stride(), ember.equal(x, y)
+        (False, True, (2, 1), True)
+    """
     if self.is_contiguous():
         return self
     return clone(self, memory_format="contiguous_format")
@@ -134,6 +166,13 @@ def to(self: Tensor, *args, copy: bool = False, non_blocking: bool = False,
     """Convert to a dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(other)``.
 
     Returns ``self`` when nothing changes and ``copy`` is False.
+
+    Example:
+        >>> x = ember.tensor([1.5, -2.0])
+        >>> x.to(ember.int64), x.to("meta").device
+        (tensor([ 1, -2]), device(type='meta'))
+        >>> x.to(ember.float32) is x  # already so: no copy
+        True
     """
     dtype, device = _parse_to(args, kwargs)
     if kwargs:
@@ -147,7 +186,12 @@ def to(self: Tensor, *args, copy: bool = False, non_blocking: bool = False,
 
 @tensor_method("type_as")
 def type_as(self: Tensor, other: Tensor) -> Tensor:
-    """``self.to(other.dtype)``."""
+    """``self.to(other.dtype)``.
+
+    Example:
+        >>> ember.tensor([1.5, 2.5]).type_as(ember.tensor([1]))
+        tensor([1, 2])
+    """
     return to(self, other._dtype)
 
 
@@ -167,5 +211,11 @@ for _name, _d in {"float": dt.float32, "double": dt.float64, "half": dt.float16,
 
 @tensor_method("cpu")
 def cpu(self: Tensor) -> Tensor:
-    """``self.to("cpu")``."""
+    """``self.to("cpu")``.
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> x.cpu() is x
+        True
+    """
     return to(self, "cpu")
