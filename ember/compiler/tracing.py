@@ -18,6 +18,7 @@ from ember.compiler.meta import MetaUnsupported, map_args, to_meta
 from ember.core.device import CPU, META, Device
 from ember.dispatch import DispatchMode
 from ember.tensor import Tensor
+from ember.tensor.tensor import empty_tensor
 
 __all__ = ["RecordingMode", "make_fx"]
 
@@ -76,14 +77,23 @@ class RecordingMode(DispatchMode):
         except Exception as exc:
             raise MetaUnsupported(f"make_fx: {func.short_name} cannot be traced without data: "
                                   f"{exc}") from exc
-        node = self.graph.call(func, nargs, nkwargs, meta={"val": out})
+        # node values are snapshots: a later in-place op may change ``out``'s geometry
+        node = self.graph.call(func, nargs, nkwargs, meta={"val": map_args(out, _snapshot)})
         if isinstance(out, Tensor):
             self.bind(out, node)
         elif isinstance(out, tuple | list):
             for i, o in enumerate(out):
                 if isinstance(o, Tensor):
-                    self.bind(o, self.graph.call(operator.getitem, (node, i), meta={"val": o}))
+                    item = self.graph.call(operator.getitem, (node, i),
+                                           meta={"val": _snapshot(o)})
+                    self.bind(o, item)
         return out
+
+
+def _snapshot(x):
+    if isinstance(x, Tensor):
+        return empty_tensor(x._shape, x._dtype, META, x._stride)
+    return x
 
 
 def _param_names(fn, n: int) -> list[str]:
@@ -129,7 +139,8 @@ def make_fx(fn):
         for name, a in zip(names, example_inputs):
             if isinstance(a, Tensor):
                 m = to_meta(a) if a._device is not META else a
-                mode.bind(m, graph.placeholder(name, m, source=name))
+                mode.bind(m, graph.placeholder(name, _snapshot(m), source=name))
+                mode.graph.placeholders()[-1].meta["requires_grad"] = a.requires_grad
                 call_args.append(m)
             else:
                 call_args.append(a)

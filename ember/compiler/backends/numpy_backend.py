@@ -127,8 +127,7 @@ _UNARY = {"neg": "np.negative({})", "exp": "np.exp({})", "log": "np.log({})",
           "trunc": "np.trunc({})", "reciprocal": "1.0 / {}", "square": "np.square({})",
           "relu": "np.maximum({}, 0)", "asin": "np.arcsin({})", "acos": "np.arccos({})",
           "atan": "np.arctan({})", "sinh": "np.sinh({})", "cosh": "np.cosh({})",
-          "sigmoid": "1.0 / (1.0 + np.exp(np.negative({})))", "exp2": "np.exp2({})",
-          "sign": "np.sign({})"}
+          "sigmoid": "1.0 / (1.0 + np.exp(np.negative({})))", "exp2": "np.exp2({})"}
 
 
 def _unary(g, node, b):
@@ -449,7 +448,7 @@ def _index_select(g, node, b):
     x, d, idx = b["self"], b["dim"], b["index"]
     if node.val.dtype in _HALF or x.val.ndim == 0:
         return None
-    return f"np.take({g.a(x)}, {g.a(idx)}, axis={d % x.val.ndim})"
+    return f"np.take({g.a(x)}, np.reshape({g.a(idx)}, -1), axis={d % x.val.ndim})"
 
 
 @rule("embedding")
