@@ -133,6 +133,16 @@ def view_as_dtype(self: Tensor, dtype: dt.DType) -> Tensor:
 
 @tensor_method("view")
 def _tensor_view(self: Tensor, *shape):
+    """``Tensor.view``: ``view(*shape)`` (one ``-1`` inferred), or ``view(dtype)`` to
+    reinterpret the bytes.
+
+    Example:
+        >>> x = ember.arange(6)
+        >>> x.view(2, 3).shape, x.view(-1, 2).shape
+        (ember.Size([2, 3]), ember.Size([3, 2]))
+        >>> ember.tensor([1.0]).view(ember.int32)
+        tensor([1065353216], dtype=ember.int32)
+    """
     if len(shape) == 1 and isinstance(shape[0], dt.DType):
         return view_as_dtype(self, shape[0])
     return view(self, *shape)
@@ -332,11 +342,23 @@ TENSOR_METHODS["moveaxis"] = movedim
 
 @tensor_method("T")
 def _T(self: Tensor) -> Tensor:
+    """``Tensor.T`` (and ``H`` for real tensors): all dims reversed.
+
+    Example:
+        >>> ember.zeros(2, 3, 4).T.shape
+        ember.Size([4, 3, 2])
+    """
     return permute(self, tuple(range(len(self._shape) - 1, -1, -1)))
 
 
 @tensor_method("mT")
 def _mT(self: Tensor) -> Tensor:
+    """``Tensor.mT`` (and ``mH`` for real tensors): the last two dims swapped.
+
+    Example:
+        >>> ember.zeros(5, 2, 3).mT.shape
+        ember.Size([5, 3, 2])
+    """
     if len(self._shape) < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {len(self._shape)}-D tensor.")
