@@ -416,6 +416,11 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 
     Raises:
         RuntimeError: ``from_ > to``.
+
+    Example:
+        >>> x = ember.empty(1000).uniform_(-2.0, 2.0)
+        >>> bool((x >= -2).all() and (x < 2).all())
+        True
     """
     require_float("uniform_", self._dtype)  # torch checks bounds before looking at the size
     if from_ > to:
@@ -426,7 +431,13 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 
 @_inplace("normal_(Tensor(a!) self, float mean=0, float std=1, *, " + _GEN + ") -> Tensor(a!)")
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    """Fill ``self`` with normal samples of ``mean`` and ``std``; floating dtypes only."""
+    """Fill ``self`` with normal samples of ``mean`` and ``std``; floating dtypes only.
+
+    Example:
+        >>> x = ember.empty(100, 100).normal_(mean=3.0, std=0.5)
+        >>> round(x.mean().item(), 1), round(x.std().item(), 1)
+        (3.0, 0.5)
+    """
     require_float("normal_", self._dtype, self._shape)
     check_std("normal", std)
     return _self_spec(self)
@@ -434,7 +445,13 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
 
 @_inplace("exponential_(Tensor(a!) self, float lambd=1, *, " + _GEN + ") -> Tensor(a!)")
 def exponential_(self, lambd=1.0, *, generator=None):
-    """Fill ``self`` with exponential samples of rate ``lambd`` (> 0); floating dtypes only."""
+    """Fill ``self`` with exponential samples of rate ``lambd`` (> 0); floating dtypes only.
+
+    Example:
+        >>> x = ember.empty(1000).exponential_(lambd=2.0)
+        >>> bool((x >= 0).all())
+        True
+    """
     if not self._dtype.is_floating_point and self.numel():
         raise RuntimeError(f"Exponential distribution is a continuous probability distribution."
                            f" dtype must be a floating point but you specified "
@@ -446,7 +463,13 @@ def exponential_(self, lambd=1.0, *, generator=None):
 
 @_inplace("geometric_(Tensor(a!) self, float p, *, " + _GEN + ") -> Tensor(a!)")
 def geometric_(self, p, *, generator=None):
-    """Fill ``self`` with geometric samples (trials until the first success, ``>= 1``)."""
+    """Fill ``self`` with geometric samples (trials until the first success, ``>= 1``).
+
+    Example:
+        >>> x = ember.empty(1000).geometric_(0.5)
+        >>> bool((x >= 1).all()), bool((x == x.round()).all())  # trials until the first success
+        (True, True)
+    """
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     if self._dtype is dt.bool_ and self.numel():
@@ -457,7 +480,12 @@ def geometric_(self, p, *, generator=None):
 @_inplace("cauchy_(Tensor(a!) self, float median=0, float sigma=1, *, " + _GEN +
           ") -> Tensor(a!)")
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
-    """Fill ``self`` with Cauchy samples of ``median`` and scale ``sigma`` (> 0)."""
+    """Fill ``self`` with Cauchy samples of ``median`` and scale ``sigma`` (> 0).
+
+    Example:
+        >>> ember.empty(3).cauchy_(median=0.0, sigma=1.0).shape
+        ember.Size([3])
+    """
     if not self._dtype.is_floating_point:
         raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
@@ -470,7 +498,13 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 @_inplace("log_normal_(Tensor(a!) self, float mean=1, float std=2, *, " + _GEN +
           ") -> Tensor(a!)")
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
-    """Fill ``self`` with ``exp`` of normal samples of ``mean`` and ``std`` (> 0)."""
+    """Fill ``self`` with ``exp`` of normal samples of ``mean`` and ``std`` (> 0).
+
+    Example:
+        >>> x = ember.empty(1000).log_normal_(mean=0.0, std=1.0)
+        >>> bool((x > 0).all())
+        True
+    """
     require_float("log_normal_", self._dtype, self._shape)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
@@ -496,7 +530,13 @@ def bernoulli_tensor_(self, p, *, generator=None):
 
 @tensor_method("bernoulli_")
 def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
-    """In-place Bernoulli samples with probability ``p`` (a number or a tensor)."""
+    """In-place Bernoulli samples with probability ``p`` (a number or a tensor).
+
+    Example:
+        >>> x = ember.empty(1000).bernoulli_(0.25)
+        >>> sorted(set(x.tolist())), ember.empty(2).bernoulli_(1.0)
+        ([0.0, 1.0], tensor([1., 1.]))
+    """
     if isinstance(p, Tensor):
         return bernoulli_tensor_(self, p, generator=generator)
     return bernoulli_float_(self, p, generator=generator)
