@@ -38,6 +38,20 @@ class TracingNumpy(types.ModuleType):
         return getattr(np, name)
 
 
+class CountingHostMemory(CpuBackend):
+    """Host bytes for the device's caching allocator, counting the segments it asks for."""
+
+    def __init__(self):
+        self.allocs = self.frees = 0
+
+    def alloc(self, size: int):
+        self.allocs += 1
+        return super().alloc(size)
+
+    def free(self, buf) -> None:
+        self.frees += 1
+
+
 def _register() -> Device:
     """Rename PrivateUse1 and register the device once per process (a rename is final)."""
     ember.utils.rename_privateuse1_backend(NAME)
@@ -45,7 +59,7 @@ def _register() -> Device:
         ember.utils.get_backend(NAME)
     except RuntimeError:
         ember.utils.register_backend(ember.utils.DeviceBackend(
-            NAME, "PrivateUse1", TracingNumpy(), CpuBackend(), kernels_from="cpu"))
+            NAME, "PrivateUse1", TracingNumpy(), CountingHostMemory(), kernels_from="cpu"))
     return Device(NAME)
 
 
@@ -150,6 +164,8 @@ def test_rename_is_final():
 
 def test_memory_statistics_are_per_device():
     ember.memory.empty_cache(DEV)
+    raw = ember.utils.get_backend(NAME).memory
+    segments_before, frees_before = raw.allocs, raw.frees
     cpu_before = ember.memory.memory_stats()["allocated_bytes.all.current"]
     dev_before = ember.memory.memory_stats(device=DEV)["allocated_bytes.all.current"]
     x = ember.empty(1 << 20, device=DEV)  # 4 MiB: large pool
@@ -164,6 +180,8 @@ def test_memory_statistics_are_per_device():
     ember.memory.empty_cache(DEV)
     assert ember.memory.memory_reserved(DEV) == ember.memory.memory_stats(
         device=DEV)["reserved_bytes.all.current"]
+    # the segments came from, and went back to, the device's raw memory provider
+    assert raw.allocs > segments_before and raw.frees > frees_before
 
 
 def _mlp_losses(device, steps=5):
