@@ -17,15 +17,10 @@ import torch
 import torch.nn.functional as TF
 
 import ember
-import ember.backends.cpu.conv  # noqa: F401  (registers the family's CPU kernels)
-import ember.backends.cpu.pooling  # noqa: F401
 import ember.nn.functional as EF
 import ember.ops.conv as C
 import ember.ops.pooling as P
-from ember.backends.meta import register_meta_kernels
 from tests.opinfo import FLOATS, ErrorInput, OpInfo, SampleInput, make
-
-register_meta_kernels()
 
 LAYOUTS = ("contiguous", "permuted", "strided", "offset", "expanded")
 # torch rounds half-precision partial sums; ember accumulates in float32 and rounds once
