@@ -7,6 +7,14 @@ an import cycle with ``ember/__init__.py``.
 
 from __future__ import annotations
 
+from ember.ops.composites import linalg_cross as cross
+from ember.ops.composites import linalg_diagonal as diagonal
+from ember.ops.composites import linalg_multi_dot as multi_dot
+from ember.ops.composites import linalg_norm as norm
+from ember.ops.composites import linalg_tensorinv as tensorinv
+from ember.ops.composites import linalg_tensorsolve as tensorsolve
+from ember.ops.composites import linalg_vander as vander
+from ember.ops.composites import linalg_vecdot as vecdot
 from ember.ops.linalg import LinAlgError, matmul
 from ember.ops.linalg import linalg_cholesky as cholesky
 from ember.ops.linalg import linalg_det as det
@@ -24,7 +32,9 @@ from ember.ops.linalg import linalg_svdvals as svdvals
 
 # vector_norm and matrix_norm are left out of __all__: a star-import must not depend on them.
 __all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul",
-           "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals"]
+           "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+           "cross", "diagonal", "multi_dot", "norm", "tensorinv", "tensorsolve", "vander",
+           "vecdot"]
 
 # name here -> name in ember.ops.reduction (defined by the reduction family)
 _LAZY = {"vector_norm": "linalg_vector_norm", "matrix_norm": "linalg_matrix_norm"}

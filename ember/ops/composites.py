@@ -338,3 +338,151 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
     out = from_numpy(arr)
     return out.requires_grad_(True) if requires_grad else out
 
+
+
+# -- torch.linalg composites --------------------------------------------------------------------
+@composite("linalg_vecdot(Tensor x, Tensor y, *, int dim=-1, Tensor(a!)? out=None) -> Tensor",
+           method=False)
+def linalg_vecdot(x, y, *, dim: int = -1, out=None):
+    """Dot products of ``x`` and ``y`` (broadcast) along ``dim`` (``torch.linalg.vecdot``).
+
+    Example:
+        >>> ember.linalg.vecdot(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
+        tensor(11.)
+    """
+    _require("linalg.vecdot", x, "x")
+    _require("linalg.vecdot", y, "y", 2)
+    if not x._dtype.is_floating_point:
+        raise RuntimeError("linalg.vecdot: Expected a floating point or complex tensor as "
+                           f"input. Got {x._dtype.scalar_name}")
+    if x._dtype is not y._dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
+                           f"x of type {x._dtype.scalar_name} and y of type "
+                           f"{y._dtype.scalar_name} instead")
+    return _out((x * y).sum(dim), out)
+
+
+@composite("linalg_multi_dot(Tensor[] tensors, *, Tensor(a!)? out=None) -> Tensor",
+           method=False)
+def linalg_multi_dot(tensors, *, out=None):
+    """The matrix product of a chain (``torch.linalg.multi_dot``): the first tensor may be
+    1-d (a row) and the last 1-d (a column); the others are 2-d.
+
+    Example:
+        >>> ember.linalg.multi_dot([ember.ones(2), ember.ones(2, 3), ember.ones(3)])
+        tensor(6.)
+    """
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t_ in enumerate(tensors):
+        allowed = (1, 2) if i in (0, len(tensors) - 1) else (2,)
+        if t_.ndim not in allowed:
+            where = "first" if i == 0 else "last" if i == len(tensors) - 1 else None
+            msg = (f"multi_dot(): the {where} tensor must be 1D or 2D but got {t_.ndim}D"
+                   if where else f"multi_dot(): tensor {i} must be 2D but got {t_.ndim}D")
+            raise RuntimeError(msg)
+    result = tensors[0]
+    for t_ in tensors[1:]:
+        result = result @ t_
+    return _out(result, out)
+
+
+@composite("linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> "
+           "Tensor(a)", method=False)
+def linalg_diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
+    """The diagonals of the matrices of ``A`` (a view; ``torch.linalg.diagonal``)."""
+    _require("linalg.diagonal", A, "A")
+    return A.diagonal(offset, dim1, dim2)
+
+
+@composite("linalg_cross(Tensor self, Tensor other, *, int dim=-1, Tensor(a!)? out=None) -> "
+           "Tensor", method=False)
+def linalg_cross(input, other, *, dim: int = -1, out=None):
+    """Cross products of 3-vectors along ``dim`` (default -1), broadcasting the rest."""
+    from ember.ops.shape import cross
+    return cross(input, other, dim, out=out)
+
+
+@composite("linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, "
+           "*, ScalarType? dtype=None) -> Tensor", method=False)
+def linalg_norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None):
+    """A vector or matrix norm (``torch.linalg.norm``): a vector norm over ``dim`` when it is
+    an int (or over everything when ``dim`` and ``ord`` are None), a matrix norm over a pair.
+
+    Example:
+        >>> ember.linalg.norm(ember.tensor([[3.0, 0.0], [0.0, 4.0]]))
+        tensor(5.)
+    """
+    from ember.ops.reduction import linalg_matrix_norm
+    _require("linalg.norm", A, "A")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is None and ord is not None:
+        if A.ndim not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input "
+                               f"must be 1D or 2D. Got {A.ndim}D.")
+        dim = tuple(range(A.ndim))
+    if dim is not None and len(dim) == 2:
+        value = linalg_matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
+    else:
+        value = linalg_vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+    return _out(value, out)
+
+
+@composite("linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor", method=False)
+def linalg_vander(x, *, N=None):
+    """Vandermonde matrix ``x[..., i] ** j`` for ``j < N`` (``torch.linalg.vander``).
+
+    Example:
+        >>> ember.linalg.vander(ember.tensor([2, 3])).tolist()
+        [[1, 2], [1, 3]]
+    """
+    from ember.ops.shape import cat
+    _require("linalg.vander", x, "x")
+    if x.ndim == 0:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x._shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    x = x if x._dtype is not dt.bool_ else x.to(dt.int64)
+    first = ones((*x._shape, 1), dtype=x._dtype, device=x._device)
+    powers = x.unsqueeze(-1).expand(*x._shape, n - 1).cumprod(-1)
+    return cat([first, powers], -1)
+
+
+@composite("linalg_tensorinv(Tensor self, int ind=2) -> Tensor", method=False)
+def linalg_tensorinv(A, ind: int = 2):
+    """The inverse of ``A`` for ``tensordot`` over its first ``ind`` dims
+    (``torch.linalg.tensorinv``)."""
+    from ember.ops.linalg import linalg_inv
+    _require("linalg.tensorinv", A, "A")
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    out_shape, in_shape = A._shape[:ind], A._shape[ind:]
+    rows, cols = math.prod(out_shape), math.prod(in_shape)
+    if rows != cols:
+        raise RuntimeError("Expected self to satisfy the requirement "
+                           "prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+                           f"{cols} != {rows}")
+    return linalg_inv(A.reshape(rows, cols)).reshape(*in_shape, *out_shape)
+
+
+@composite("linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor",
+           method=False)
+def linalg_tensorsolve(A, B, dims=None):
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B`` (``torch.linalg.tensorsolve``)."""
+    from ember.ops.linalg import linalg_solve
+    _require("linalg.tensorsolve", A, "A")
+    _require("linalg.tensorsolve", B, "B", 2)
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        keep = [d for d in range(A.ndim) if d not in dims]
+        A = A.permute(*keep, *dims)
+    x_shape = A._shape[B.ndim:]
+    rows, cols = math.prod(B._shape), math.prod(x_shape)
+    if rows != cols:
+        raise RuntimeError("Expected self to satisfy the requirement "
+                           "prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
+                           f"but got {cols} != {rows}")
+    return linalg_solve(A.reshape(rows, cols), B.reshape(rows)).reshape(x_shape)

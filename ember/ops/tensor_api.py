@@ -623,3 +623,171 @@ newaxis = None
 __all__ += ["is_conj", "is_neg", "is_complex", "is_signed", "is_inference", "resolve_conj",
             "resolve_neg", "conj", "conj_physical", "real", "isreal", "angle", "typename",
             "get_device", "unravel_index", "e", "pi", "inf", "nan", "newaxis"]
+
+
+# -- top-level forms of Tensor methods ------------------------------------------------------
+# (``as_strided_`` and ``resize_as_`` above serve both as methods and as functions)
+def fill(input: Tensor, value) -> Tensor:
+    """A new tensor like ``input`` filled with ``value`` (differentiable in a 0-d ``value``)."""
+    _require("fill", input)
+    return input.clone().fill_(value)
+
+
+def fill_(input: Tensor, value) -> Tensor:
+    """``input.fill_(value)``."""
+    return input.fill_(value)
+
+
+def zero_(input: Tensor) -> Tensor:
+    """``input.zero_()``."""
+    return input.zero_()
+
+
+def detach_(input: Tensor) -> Tensor:
+    """``input.detach_()``."""
+    return input.detach_()
+
+
+def addmv_(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``input.addmv_(mat, vec, beta=beta, alpha=alpha)``."""
+    return input.addmv_(mat, vec, beta=beta, alpha=alpha)
+
+
+def range(start, end, step=1, *, dtype=None, device=None,  # noqa: A001
+          requires_grad: bool = False) -> Tensor:
+    """torch's deprecated ``range``: like ``arange`` but ``end`` is included (warns)."""
+    import warnings
+
+    from ember.ops.creation import arange
+    warnings.warn("ember.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "ember.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    count = int(math.floor((end - start) / step)) + 1
+    out = arange(count, dtype=dtype or dt.get_default_dtype(), device=device) * step + start
+    return out.requires_grad_(True) if requires_grad else out
+
+
+# -- global switches ----------------------------------------------------------------------------
+# ember's kernels are deterministic and its float32 matmul is full precision, so these switches
+# record what a script asks and report it back, as torch's do; none changes a result.
+_SWITCHES = {"deterministic": False, "warn_only": False, "warn_always": False,
+             "matmul_precision": "highest"}
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Record the deterministic-algorithms switch (ember's kernels are always deterministic)."""
+    _SWITCHES["deterministic"], _SWITCHES["warn_only"] = bool(mode), bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    """Whether :func:`use_deterministic_algorithms` was turned on."""
+    return _SWITCHES["deterministic"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """Whether deterministic mode only warns."""
+    return _SWITCHES["warn_only"]
+
+
+def set_deterministic_debug_mode(debug_mode) -> None:
+    """``'default'``/0 off, ``'warn'``/1 warn only, ``'error'``/2 deterministic.
+
+    Raises:
+        RuntimeError: an unknown mode.
+    """
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, "
+                               f"`error`, but got {debug_mode}")
+        debug_mode = _DEBUG_MODES[debug_mode]
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got "
+                           f"{debug_mode}")
+    use_deterministic_algorithms(debug_mode > 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    """0, 1 or 2, as set by :func:`set_deterministic_debug_mode`."""
+    if not _SWITCHES["deterministic"]:
+        return 0
+    return 1 if _SWITCHES["warn_only"] else 2
+
+
+def set_warn_always(b: bool) -> None:
+    """Record whether warnings that torch issues once should repeat."""
+    _SWITCHES["warn_always"] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """Whether :func:`set_warn_always` is on."""
+    return _SWITCHES["warn_always"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Record ``'highest'``, ``'high'`` or ``'medium'`` (ember always computes in float32).
+
+    Other values warn and change nothing, as torch.
+    """
+    import warnings
+    if precision not in ("highest", "high", "medium"):
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "set_float32_matmul_precision call has no effect.", UserWarning,
+                      stacklevel=2)
+        return
+    _SWITCHES["matmul_precision"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The value last set by :func:`set_float32_matmul_precision` (``'highest'``)."""
+    return _SWITCHES["matmul_precision"]
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Whether flushing denormals could be set: False, NumPy gives no control over it."""
+    return False
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether autograd's anomaly detection is on."""
+    from ember.autograd import anomaly
+    return anomaly.is_anomaly_enabled()
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection also checks backward outputs for NaN."""
+    from ember.autograd import anomaly
+    return anomaly.is_anomaly_check_nan_enabled()
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn autograd's anomaly detection on or off for this thread."""
+    from ember.autograd import anomaly
+    anomaly._state.enabled, anomaly._state.check_nan = bool(enabled), bool(check_nan)
+
+
+has_lapack = True  # NumPy's LAPACK
+has_mkl = False
+has_openmp = False
+has_spectral = False
+
+
+# -- Tensor extras ------------------------------------------------------------------------------
+Tensor.real = property(lambda self: self, doc="The real part: the tensor itself (no complex "
+                                              "dtypes).")
+
+@tensor_method("adjoint")
+def _adjoint(self: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims (a view; the transpose for reals)."""
+    from ember.ops.views import adjoint
+    return adjoint(self)
+
+
+__all__ += ["as_strided_", "resize_as_", "fill", "fill_", "zero_", "detach_", "addmv_", "range",
+            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+            "get_deterministic_debug_mode", "set_warn_always", "is_warn_always_enabled",
+            "set_float32_matmul_precision", "get_float32_matmul_precision",
+            "set_flush_denormal", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+            "set_anomaly_enabled", "has_lapack", "has_mkl", "has_openmp", "has_spectral"]

@@ -139,3 +139,57 @@ def test_as_strided_scatter_gradient_is_the_derivative():
     assert gx.reshape(-1)[written].tolist() == [0.0] * 4
     assert gx.reshape(-1)[4:].tolist() == g.reshape(-1)[4:].tolist()
     assert gs.tolist() == [[g[0, 0].item(), g[0, 2].item()], [g[0, 1].item(), g[0, 3].item()]]
+
+
+def test_global_switches_round_trip_like_torch():
+    saved = (torch.get_deterministic_debug_mode(), torch.get_float32_matmul_precision(),
+             torch.is_warn_always_enabled())
+    try:
+        for lib in (ember, torch):
+            lib.set_deterministic_debug_mode("warn")
+            assert lib.get_deterministic_debug_mode() == 1
+            assert lib.are_deterministic_algorithms_enabled()
+            assert lib.is_deterministic_algorithms_warn_only_enabled()
+            lib.use_deterministic_algorithms(False)
+            assert lib.get_deterministic_debug_mode() == 0
+            with pytest.raises(RuntimeError, match="invalid value of debug_mode"):
+                lib.set_deterministic_debug_mode("bad")
+            lib.set_float32_matmul_precision("high")
+            assert lib.get_float32_matmul_precision() == "high"
+            with pytest.warns(UserWarning, match="has no effect"):
+                lib.set_float32_matmul_precision("bad")
+            assert lib.get_float32_matmul_precision() == "high"
+            lib.set_warn_always(True)
+            assert lib.is_warn_always_enabled()
+            lib.set_warn_always(False)
+            lib.set_float32_matmul_precision("highest")
+    finally:
+        torch.set_deterministic_debug_mode(saved[0])
+        torch.set_float32_matmul_precision(saved[1])
+        torch.set_warn_always(saved[2])
+    assert not ember.is_anomaly_enabled()
+    ember.set_anomaly_enabled(True)
+    assert ember.is_anomaly_enabled() and ember.is_anomaly_check_nan_enabled()
+    ember.set_anomaly_enabled(False)
+    assert not ember.is_anomaly_enabled()
+
+
+@pytest.mark.parametrize("args", [(1, 2, 0.5), (0, 3), (-1.0, 1.0, 0.3), (3, 0, -1)])
+def test_range_includes_the_end_like_torch(args):
+    with pytest.warns(UserWarning, match="deprecated"):
+        e = ember.range(*args)
+    with pytest.warns(UserWarning):
+        t = torch.range(*args)
+    assert e.tolist() == pytest.approx(t.tolist()) and str(e.dtype)[6:] == str(t.dtype)[6:]
+
+
+def test_top_level_inplace_forms_match_torch():
+    for name, args in (("fill_", (2.5,)), ("zero_", ()), ("detach_", ())):
+        e, t = ember.ones(2, 3), torch.ones(2, 3)
+        assert getattr(ember, name)(e, *args) is e and getattr(torch, name)(t, *args) is t
+        assert e.tolist() == t.tolist()
+    assert ember.fill(ember.ones(2), 4.0).tolist() == torch.fill(torch.ones(2), 4.0).tolist()
+    e, t = ember.ones(2), torch.ones(2)
+    ember.addmv_(e, ember.ones(2, 3), ember.arange(3.0), beta=2, alpha=0.5)
+    torch.addmv_(t, torch.ones(2, 3), torch.arange(3.0), beta=2, alpha=0.5)
+    assert e.tolist() == t.tolist()

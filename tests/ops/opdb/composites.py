@@ -147,3 +147,75 @@ OPS += [
     OpInfo("kaiser_window_beta", lambda lib, n, p, **k: lib.kaiser_window(n, p, 5.0, **k),
            _window_samples, dtypes=FLOATS, tol=LOOSE, meta=False),
 ]
+
+
+# -- torch.linalg composites ----------------------------------------------------------------------
+def _linalg(name):
+    return lambda lib, *a, **k: getattr(lib.linalg, name)(*a, **k)
+
+
+def _vecdot_samples(d):
+    for lay in ("contiguous", "permuted", "strided"):
+        yield SampleInput((make((3, 4), d, layout=lay), make((4,), d)), {}, lay)
+        yield SampleInput((make((3, 4), d, layout=lay), make((3, 4), d)), {"dim": 0}, f"{lay}0")
+
+
+def _multi_dot_samples(d):
+    yield SampleInput(([make((2, 3), d), make((3, 4), d, layout="permuted")],), {}, "2")
+    yield SampleInput(([make((3,), d), make((3, 4), d), make((4, 2), d, layout="strided"),
+                        make((2,), d)],), {}, "vector ends")
+    yield SampleInput(([make((4,), d), make((4,), d)],), {}, "dot")
+
+
+def _norm_samples(d):
+    x = make((3, 4), d, layout="permuted")
+    for args, kw in (((), {}), (("fro",), {}), (("nuc",), {}), ((float("inf"),), {}),
+                     ((1,), {}), ((2, 1), {}), ((3.0, (0,)), {"keepdim": True}),
+                     ((None, (0, 1)), {})):
+        yield SampleInput((x, *args), kw, f"{args}{kw}")
+    yield SampleInput((make((5,), d), 1.5), {}, "vector ord")
+    yield SampleInput((make((2, 3, 4), d),), {}, "3d flatten")
+
+
+def _vander_samples(d):
+    for n in (None, 1, 3, 5):
+        yield SampleInput((make((4,), d, low=-2, high=3),), {"N": n} if n else {}, f"N={n}")
+    yield SampleInput((make((2, 3), d, layout="strided", low=-2, high=3),), {}, "batched")
+
+
+def _tensorinv_samples(d):
+    a = make((6, 6), d) + ember.eye(6, dtype=getattr(ember, d)) * 4
+    yield SampleInput((a.reshape(6, 2, 3), 1), {}, "ind1")
+    yield SampleInput((a.reshape(2, 3, 6),), {"ind": 2}, "ind2")
+
+
+def _tensorsolve_samples(d):
+    a = make((6, 6), d) + ember.eye(6, dtype=getattr(ember, d)) * 4
+    yield SampleInput((a.reshape(2, 3, 6), make((2, 3), d)), {}, "plain")
+    yield SampleInput((a.reshape(6, 2, 3), make((6,), d)), {"dims": (0,)}, "dims")
+
+
+def _cross_samples(d):
+    yield SampleInput((make((4, 3), d), make((4, 3), d, layout="strided")), {}, "last")
+    yield SampleInput((make((3, 5), d), make((3, 1), d)), {"dim": 0}, "dim0 broadcast")
+
+
+OPS += [
+    OpInfo("linalg.vecdot", _linalg("vecdot"), _vecdot_samples, dtypes=FLOATS + ("int64",),
+           tol=LOOSE),
+    OpInfo("linalg.multi_dot", _linalg("multi_dot"), _multi_dot_samples, dtypes=FLOATS[:2],
+           tol=LOOSE),
+    OpInfo("linalg.diagonal", _linalg("diagonal"),
+           lambda d: [SampleInput((make((2, 3, 4), d, layout="permuted"),), kw)
+                      for kw in ({}, {"offset": 1}, {"dim1": 0, "dim2": 2})],
+           dtypes=ALL, is_view=True),
+    OpInfo("linalg.cross", _linalg("cross"), _cross_samples, dtypes=FLOATS[:2] + ("int64",)),
+    OpInfo("linalg.norm", _linalg("norm"), _norm_samples, dtypes=FLOATS[:2],
+           tol={"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)}),
+    OpInfo("linalg.vander", _linalg("vander"), _vander_samples, dtypes=FLOATS[:2] + ("int64",),
+           tol=LOOSE),
+    OpInfo("linalg.tensorinv", _linalg("tensorinv"), _tensorinv_samples, dtypes=FLOATS[:2],
+           tol={"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)}),
+    OpInfo("linalg.tensorsolve", _linalg("tensorsolve"), _tensorsolve_samples,
+           dtypes=FLOATS[:2], tol={"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)}),
+]
