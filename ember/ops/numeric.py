@@ -925,5 +925,12 @@ def lcm_(input: Tensor, other: Tensor) -> Tensor:
 
 @composite("renorm_(Tensor(a!) self, Scalar p, int dim, Scalar maxnorm) -> Tensor(a!)")
 def renorm_(input: Tensor, p, dim: int, maxnorm) -> Tensor:
-    """In-place :func:`renorm` (``Tensor.renorm_``; no ``ember.renorm_``, as in torch)."""
+    """In-place :func:`renorm` (``Tensor.renorm_``; no ``ember.renorm_``, as in torch).
+
+    Example:
+        >>> x = ember.tensor([[3.0, 4.0], [0.3, 0.4]])
+        >>> x.renorm_(2, 0, 1.0)  # rows with a 2-norm above 1 scaled down to 1
+        tensor([[0.6000, 0.8000],
+                [0.3000, 0.4000]])
+    """
     return _assign(input, renorm, p, dim, maxnorm)

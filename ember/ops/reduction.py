@@ -1233,7 +1233,13 @@ def _inplace_scan_spec(name: str, self: Tensor, dim, dtype) -> Spec:
 @operator("cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)",
           (Tag.reduction, Tag.inplace))
 def cumsum_(self, dim, *, dtype=None):
-    """In-place :func:`cumsum` (accumulates in ``self``'s dtype)."""
+    """In-place :func:`cumsum` (accumulates in ``self``'s dtype).
+
+    Example:
+        >>> x = ember.tensor([1, 2, 3])
+        >>> x.cumsum_(0)
+        tensor([1, 3, 6])
+    """
     return _inplace_scan_spec("cumsum_", self, dim, dtype)
 
 
@@ -1245,7 +1251,13 @@ def _cumsum__backward(ctx, grad):
 @operator("cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)",
           (Tag.reduction, Tag.inplace))
 def cumprod_(self, dim, *, dtype=None):
-    """In-place :func:`cumprod` (accumulates in ``self``'s dtype)."""
+    """In-place :func:`cumprod` (accumulates in ``self``'s dtype).
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0, 3.0])
+        >>> x.cumprod_(0)
+        tensor([1., 2., 6.])
+    """
     return _inplace_scan_spec("cumprod_", self, dim, dtype)
 
 

@@ -569,6 +569,13 @@ def repeat(self: Tensor, *repeats):
     """Tile ``self`` ``repeats[i]`` times along each dim (``Tensor.repeat``).
 
     Shape: ``(1,)*(len(repeats)-ndim) + shape`` times ``repeats`` elementwise.
+
+    Example:
+        >>> ember.tensor([1, 2]).repeat(2, 2)
+        tensor([[1, 2, 1, 2],
+                [1, 2, 1, 2]])
+        >>> ember.zeros(2, 3).repeat(4, 1, 1).shape
+        ember.Size([4, 2, 3])
     """
     return Spec(repeat_shape(self, _int_list(repeats)), self._dtype)
 
