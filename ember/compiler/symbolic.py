@@ -149,6 +149,21 @@ def _is_ember_library(f) -> bool:
                               and not mod.startswith("ember.compiler"))
 
 
+_META_SAFE_PREFIXES = ("ember.ops", "ember.nn.functional", "ember.tensor", "ember.linalg",
+                       "ember.fft", "ember.special", "ember.core", "ember.dispatch",
+                       "ember.autograd.grad_mode", "ember.backends", "ember.nn.init")
+_RNG_STATE = frozenset({"manual_seed", "seed", "set_rng_state", "get_rng_state",
+                        "initial_seed"})
+
+
+def _runs_on_meta(f) -> bool:
+    """ember code that only computes with tensors (operators, functional API, Tensor
+    methods): called directly on meta tensors, it records its operators. Other ember code
+    (optimizers, nn.utils) reads state a meta tensor lacks (``.grad``), so it is inlined."""
+    mod = getattr(f, "__module__", None) or ""
+    return mod == "ember" or mod.startswith(_META_SAFE_PREFIXES)
+
+
 def _module_types():
     from ember.nn.modules.module import Module
     return Module
@@ -542,7 +557,10 @@ class Capture:
             f = func.__func__
             if isinstance(self_, Tensor):
                 return self._call_tensor_method(f.__name__, func, args, kwargs)
-            if isinstance(f, types.FunctionType) and not _is_ember_library(f):
+            if isinstance(f, types.FunctionType) and (
+                    not _runs_on_meta(f) or self._is_real_object(self_)):
+                # ember's own methods on real objects (an optimizer's step) are inlined too:
+                # run directly they would mutate real state during capture
                 return self._inline(f, [self_, *args], kwargs)
             return self._direct(func, args, kwargs)
         if isinstance(func, types.BuiltinMethodType) and isinstance(
@@ -572,8 +590,18 @@ class Capture:
             if func.__code__.co_flags & 0x2a0:
                 raise GraphBreak(f"call to generator function {func.__qualname__}",
                                  "generators run eagerly; move the loop over it outside")
-            if _is_ember_library(func):
-                return self._direct(func, args, kwargs)
+            if _is_ember_library(func) and (func.__module__.startswith("ember.autograd")
+                                            and func.__name__ in ("backward", "grad")):
+                raise GraphBreak(f"ember.autograd.{func.__name__}() runs autograd; it runs "
+                                 f"eagerly")
+            if _is_ember_library(func) and func.__name__ in _RNG_STATE:
+                raise GraphBreak(f"{_qualname(func)} changes the random-number state",
+                                 "seed outside the compiled region")
+            if _runs_on_meta(func) and id(func) not in self.created_fns:
+                if not any(self._is_real_object(a) for a in (*args, *kwargs.values())):
+                    return self._direct(func, args, kwargs)
+                # an ember function handed a user object (an optimizer to a step wrapper):
+                # inline it, so it cannot mutate real state during capture
             return self._inline(func, args, kwargs)
         try:
             hashable = hash(func) is not None
@@ -699,7 +727,17 @@ class Capture:
                                  _HINT_DATA) from None
             raise
 
+    def _is_real_object(self, obj) -> bool:
+        """A user-visible object that capture must not mutate (read from the frame)."""
+        if isinstance(obj, (Tensor, type, types.ModuleType, types.FunctionType,
+                            types.BuiltinFunctionType)) or type(obj) in _CONST_TYPES:
+            return False
+        return self.source(obj) is not None and id(obj) not in self.real_of
+
     def _call_tensor_method(self, name, bound, args, kwargs):
+        if name in ("backward", "register_hook", "retain_grad"):
+            raise GraphBreak(f"Tensor.{name}() runs autograd; it runs eagerly",
+                             "compile the forward only, and call backward outside")
         if name in _DATA_METHODS:
             raise GraphBreak(f"Tensor.{name}() reads tensor data", _DATA_METHODS[name])
         return self._direct(bound, args, kwargs)

@@ -141,3 +141,50 @@ def test_char_gpt_training_step_with_loss():
             loss.backward()
             opt.step()
         np.testing.assert_allclose(l1.item(), l2.item(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_compiled_training_step_function(momentum):
+    import ember.nn.functional as F
+
+    def make():
+        ember.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        return m, ember.optim.SGD(m.parameters(), lr=0.1, momentum=momentum)
+
+    def step(m, opt, x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    (m1, o1), (m2, o2) = make(), make()
+    x = _rand(6, 4)
+    y = ember.tensor(np.random.default_rng(5).integers(0, 3, (6,)))
+    cs = ember.compile(step, backend="eager")
+    for _ in range(3):
+        l1, l2 = cs(m1, o1, x, y), step(m2, o2, x, y)
+        np.testing.assert_allclose(l1.item(), l2.item(), rtol=1e-6)
+        for a, b in zip(m1.parameters(), m2.parameters()):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5,
+                                       atol=1e-7)
+    out = explain(step)(*make(), x, y)
+    assert any("backward" in b.reason for b in out.break_reasons)
+
+
+def test_optimizer_step_alone_is_one_graph():
+    ember.manual_seed(0)
+    m = nn.Linear(2, 1)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+    m(_rand(3, 2)).sum().backward()
+
+    def upd(opt):
+        opt.step()
+
+    out = explain(upd)(opt)            # runs one step
+    assert (out.graph_count, out.graph_break_count, out.op_count) == (1, 0, 2)
+    want = [(p - 0.1 * p.grad).detach() for p in m.parameters()]
+    ember.compile(upd)(opt)
+    for p, w in zip(m.parameters(), want):
+        np.testing.assert_allclose(p.detach().numpy(), w.numpy(), rtol=1e-6)
