@@ -98,8 +98,9 @@ _ACCUMULATE_FIRST = -_INF  # ready-queue key of every AccumulateGrad (then its c
 _GRAD_PROPERTY = Tensor.grad
 _heappush, _heappop = heapq.heappush, heapq.heappop
 _getrefcount = sys.getrefcount
-# References to a gradient nobody else holds, counted in ``_accumulate``: the engine's input
-# buffer, the ``grad`` argument and ``getrefcount``'s own argument.
+# References to a gradient nobody else holds, counted in ``_accumulate`` (and where the loop
+# inlines it): the engine's input buffer, the ``grad`` argument (local) and ``getrefcount``'s
+# own argument.
 _STEALABLE_REFS = 3
 
 
@@ -377,7 +378,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(grads)} tensors and {len(tensors)} gradients")
     root_grads = _make_root_grads(tensors, grads, create_graph)
-    edges = _root_edges(tensors)
+    fn = tensors[0].grad_fn if len(tensors) == 1 else None
+    edges = ((fn, tensors[0]._output_nr),) if fn is not None else _root_edges(tensors)
     next(_sequence)  # the graph root's number (PyTorch's GraphRoot takes one too)
     if retain_graph is None:
         retain_graph = create_graph
@@ -425,7 +427,19 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
                             captured[k] = in_grads[nr]
                 if capture or (needed is not None and id(node) not in needed):
                     continue
-                _accumulate(node, in_grads[0], create_graph, root_grads, taken)
+                grad = in_grads[0]
+                var = node.variable
+                if grad is not None and var._grad is None and not create_graph and \
+                        grad.__class__ is Tensor and grad._base is None and \
+                        grad.grad_fn is None and grad._stride == var._stride and \
+                        grad._shape == var._shape and grad._dtype is var._dtype and \
+                        grad._device is var._device and not var._post_hooks and \
+                        type(var).grad is _GRAD_PROPERTY and \
+                        _getrefcount(grad) <= _STEALABLE_REFS:
+                    var._grad = _detach(grad)  # _accumulate's usual case, inlined
+                else:
+                    _accumulate(node, grad, create_graph, root_grads, taken)
+                grad = None
                 continue
             if node._tensor_pre_hooks is not None or node._retain_hooks is not None:
                 in_grads = _call_tensor_pre_hooks(node, in_grads)
