@@ -438,7 +438,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
                         _getrefcount(grad) <= _STEALABLE_REFS:
                     var._grad = _detach(grad)  # _accumulate's usual case, inlined
                 else:
-                    _accumulate(node, grad, create_graph, root_grads, taken)
+                    grad = None  # _accumulate counts the references to in_grads[0]
+                    _accumulate(node, in_grads[0], create_graph, root_grads, taken)
                 grad = None
                 continue
             if node._tensor_pre_hooks is not None or node._retain_hooks is not None:
