@@ -33,7 +33,7 @@ import ember.compiler.explain  # noqa: F401 - the module (the package exports a 
 from ember.compiler import concrete
 from ember.compiler.bytecode import CodeInfo, decode
 from ember.compiler.cache import CacheEntry, CodeCache, CompileContext
-from ember.compiler.concrete import NULL, Frame, Return
+from ember.compiler.concrete import Frame, Return
 from ember.compiler.config import config
 from ember.compiler.graph import compile_source
 from ember.compiler.guards import GuardBuilder
@@ -403,5 +403,3 @@ def _user_traceback(e: BaseException, info: CodeInfo, pc: int):
 class _Marker(Exception):
     pass
 
-
-_ = NULL

@@ -33,10 +33,6 @@ is over 800 lines because the call policy (what is inlined, run, or a break) is 
 
 from __future__ import annotations
 
-import builtins as _builtins
-import math
-import operator
-import sys
 import types
 
 from ember.compiler import concrete
@@ -500,7 +496,7 @@ class Capture:
             fsrc = self.source(fn)
             for k in range(nfree):
                 cell = L[n - nfree + k]
-                if id(cell) in self.cell_real or not _is_real_cell(self, cell):
+                if id(cell) in self.cell_real or not isinstance(cell, types.CellType):
                     continue
                 src = f"{fsrc}.__closure__[{k}]" if fsrc else None
                 if src is None:
@@ -854,10 +850,6 @@ def _global_hooks() -> bool:
     return bool(m._global_forward_hooks or m._global_forward_pre_hooks)
 
 
-def _is_real_cell(cap: Capture, cell) -> bool:
-    return isinstance(cell, types.CellType)
-
-
 def _iterable_ok(cap: Capture, v) -> bool:
     if isinstance(v, (list, tuple, dict, range, str, bytes, set, frozenset, Tensor, zip,
                       enumerate, reversed, map, filter, type({}.keys()), type({}.values()),
@@ -936,8 +928,7 @@ def _store_global(cap: Capture, fr: Frame, ins):
 
 
 @_s("DELETE_GLOBAL", "DELETE_ATTR", "IMPORT_NAME", "IMPORT_FROM", "LOAD_BUILD_CLASS",
-    "PUSH_EXC_INFO", "POP_EXCEPT", "CHECK_EXC_MATCH", "RERAISE", "WITH_EXCEPT_START",
-    "SET_ADD_NOPE")
+    "PUSH_EXC_INFO", "POP_EXCEPT", "CHECK_EXC_MATCH", "RERAISE", "WITH_EXCEPT_START")
 def _unsupported_op(cap: Capture, fr: Frame, ins):
     if ins.op == "IMPORT_NAME":
         raise GraphBreak("import statement inside the compiled region",
@@ -1085,5 +1076,3 @@ def _for_iter(cap: Capture, fr: Frame, ins):
         return ins.target
     fr.S.append(v)
 
-
-_ = (math, operator, sys, _builtins)
