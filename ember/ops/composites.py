@@ -486,3 +486,68 @@ def linalg_tensorsolve(A, B, dims=None):
                            "prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
                            f"but got {cols} != {rows}")
     return linalg_solve(A.reshape(rows, cols), B.reshape(rows)).reshape(x_shape)
+
+
+# -- torch's older top-level linear algebra (forms of torch.linalg) ---------------------------
+@composite("qr(Tensor self, bool some=True) -> (Tensor Q, Tensor R)")
+def qr(input, some: bool = True):
+    """QR decomposition: ``linalg.qr`` with ``mode='reduced'`` (``some``) or ``'complete'``."""
+    from ember.ops.linalg import linalg_qr
+    _require("qr", input)
+    return linalg_qr(input, "reduced" if some else "complete")
+
+
+@composite("svd(Tensor self, bool some=True, bool compute_uv=True) -> "
+           "(Tensor U, Tensor S, Tensor V)")
+def svd(input, some: bool = True, compute_uv: bool = True):
+    """Singular value decomposition returning ``V`` (not ``Vh``), as torch's ``svd``.
+
+    ``compute_uv=False`` returns zero-filled full-size ``U`` and ``V``, as torch.
+    """
+    from ember.ops.linalg import linalg_svd, linalg_svdvals
+    _require("svd", input)
+    if not compute_uv:
+        m, n = input._shape[-2:]
+        batch = input._shape[:-2]
+        u = zeros((*batch, m, m), dtype=input._dtype, device=input._device)
+        v = zeros((*batch, n, n), dtype=input._dtype, device=input._device)
+        return u, linalg_svdvals(input), v
+    u, s, vh = linalg_svd(input, full_matrices=not some)
+    return u, s, vh.mT
+
+
+@composite("cholesky(Tensor self, bool upper=False) -> Tensor")
+def cholesky(input, upper: bool = False):
+    """Cholesky factor of a symmetric positive-definite matrix (``linalg.cholesky``)."""
+    from ember.ops.linalg import linalg_cholesky
+    _require("cholesky", input)
+    return linalg_cholesky(input, upper=upper)
+
+
+@composite("cholesky_inverse(Tensor self, bool upper=False) -> Tensor")
+def cholesky_inverse(input, upper: bool = False):
+    """The inverse of ``A`` from its Cholesky factor (``L L^T`` or ``U^T U``)."""
+    from ember.ops.linalg import linalg_inv
+    _require("cholesky_inverse", input)
+    return linalg_inv(input.mT @ input if upper else input @ input.mT)
+
+
+@composite("cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor")
+def cholesky_solve(input, input2, upper: bool = False):
+    """Solve ``A X = input`` given the Cholesky factor ``input2`` of ``A``."""
+    from ember.ops.linalg import linalg_solve
+    _require("cholesky_solve", input)
+    _require("cholesky_solve", input2, "input2", 2)
+    a = input2.mT @ input2 if upper else input2 @ input2.mT
+    return linalg_solve(a, input)
+
+
+@composite("pinverse(Tensor self, float rcond=1e-15) -> Tensor")
+def pinverse(input, rcond: float = 1e-15):
+    """Pseudo-inverse: ``linalg.pinv`` with singular values below ``rcond * max`` dropped."""
+    from ember.ops.linalg import linalg_pinv
+    _require("pinverse", input)
+    return linalg_pinv(input, rtol=rcond)
+
+
+__all__ += ["qr", "svd", "cholesky", "cholesky_inverse", "cholesky_solve", "pinverse"]

@@ -219,3 +219,80 @@ OPS += [
     OpInfo("linalg.tensorsolve", _linalg("tensorsolve"), _tensorsolve_samples,
            dtypes=FLOATS[:2], tol={"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)}),
 ]
+
+
+# -- older top-level linear algebra -------------------------------------------------------------
+def _svd_fn(lib, x, *a):
+    u, s, v = lib.svd(x, *a)
+    if len(a) > 1 and not a[1]:  # compute_uv=False: zero-filled U and V
+        return u, s, v
+    return s, (u * s.unsqueeze(-2)) @ v.mT  # singular vectors are defined up to sign
+
+
+def _qr_fn(lib, x, *a):
+    q, r = x.qr(*a)
+    return (q @ r), r.abs(), q.shape
+
+
+def _matrices(d):
+    for lay in ("contiguous", "permuted", "strided"):
+        yield SampleInput((make((4, 3), d, layout=lay),), {}, f"tall-{lay}")
+        yield SampleInput((make((2, 3, 5), d, layout=lay),), {}, f"batched-wide-{lay}")
+
+
+def _svd_samples(d):
+    for s in _matrices(d):
+        yield s
+        yield SampleInput(s.args + (False,), {}, s.name + "-full")
+    yield SampleInput((make((4, 3), d), True, False), {}, "no-uv")
+
+
+def _qr_samples(d):
+    for s in _matrices(d):
+        yield s
+        yield SampleInput(s.args + (False,), {}, s.name + "-complete")
+
+
+def _spd(d, batch=()):
+    a = make((*batch, 4, 4), d)
+    return a @ a.mT + ember.eye(4, dtype=getattr(ember, d)) * 4
+
+
+def _chol_samples(d):
+    yield SampleInput((_spd(d),), {}, "spd")
+    yield SampleInput((_spd(d, (2,)), True), {}, "batched upper")
+
+
+def _chol_factor_samples(d):
+    for upper in (False, True):
+        f = ember.linalg.cholesky(_spd(d), upper=upper)
+        yield SampleInput((f, upper), {}, f"upper={upper}")
+
+
+def _chol_solve_samples(d):
+    for upper in (False, True):
+        f = ember.linalg.cholesky(_spd(d), upper=upper)
+        yield SampleInput((make((4, 2), d), f, upper), {}, f"upper={upper}")
+
+
+_LA_TOL = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-11)}
+OPS += [
+    OpInfo("svd", _svd_fn, _svd_samples, dtypes=FLOATS[:2], tol=_LA_TOL),
+    OpInfo("qr", _qr_fn, _qr_samples, dtypes=FLOATS[:2], tol=_LA_TOL),
+    OpInfo("cholesky", _fn("cholesky"), _chol_samples, dtypes=FLOATS[:2], tol=_LA_TOL),
+    OpInfo("cholesky_inverse", _fn("cholesky_inverse"), _chol_factor_samples,
+           dtypes=FLOATS[:2], tol=_LA_TOL),
+    OpInfo("cholesky_solve", _fn("cholesky_solve"), _chol_solve_samples, dtypes=FLOATS[:2],
+           tol=_LA_TOL),
+    OpInfo("pinverse", _fn("pinverse"), _matrices, dtypes=FLOATS[:2], tol=_LA_TOL),
+]
+_BY_NAME = {info.name: info for info in OPS}
+# torch's cholesky_inverse/solve differentiate through the factor as a triangle (they read
+# one half); ember's composites differentiate L L^T, which gives the same values and a
+# different gradient for the unread half: values only
+_BY_NAME["cholesky_inverse"].grad = False
+_BY_NAME["cholesky_solve"].grad = False
+# finite differences of a non-symmetric perturbation are not what cholesky's (symmetrised)
+# gradient gives; complete QR of a tall matrix has no gradient: compared with torch only
+_BY_NAME["cholesky"].gradcheck = False
+_BY_NAME["qr"].gradcheck = False
