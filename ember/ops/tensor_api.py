@@ -28,7 +28,9 @@ from ember.tensor.typed_storage import (
 )
 
 __all__ = ["ravel", "numel", "is_tensor", "is_floating_point", "is_nonzero", "is_same_size",
-           "is_storage", "TypedStorage"]
+           "is_storage", "TypedStorage", "UntypedStorage"]
+
+UntypedStorage = Storage
 
 
 # -- type ---------------------------------------------------------------------------------------
