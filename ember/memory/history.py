@@ -27,7 +27,19 @@ _provider = None
 
 
 def set_context_provider(fn) -> None:
-    """Register ``fn() -> str | None`` giving the operator now running (or None to clear)."""
+    """Register ``fn() -> str | None`` giving the operator now running (or None to clear).
+
+    Example:
+        >>> from ember.utils.memory_history import current_op  # the provider ember installs
+        >>> ember.memory.set_context_provider(lambda: "my_step")
+        >>> ember.memory.record_history(device="meta")
+        >>> x = ember.empty(4, device="meta")
+        >>> blocks = [b for s in ember.memory.memory_snapshot("meta") for b in s["blocks"]]
+        >>> any(b.get("op") == "my_step" for b in blocks)
+        True
+        >>> ember.memory.record_history(False, device="meta")
+        >>> ember.memory.set_context_provider(current_op)
+    """
     global _provider
     _provider = fn
     for alloc in ALLOCATORS.values():
@@ -36,7 +48,18 @@ def set_context_provider(fn) -> None:
 
 
 def register_history_hooks(on_enable, on_disable) -> None:
-    """Callbacks run when recording turns on / off (``ember.utils.memory_history`` uses them)."""
+    """Callbacks run when recording turns on / off (``ember.utils.memory_history`` uses them).
+
+    Example:
+        >>> import functools
+        >>> events = []  # the hooks stay registered: bind the list, not the name
+        >>> ember.memory.register_history_hooks(functools.partial(events.append, "on"),
+        ...                                     functools.partial(events.append, "off"))
+        >>> ember.memory.record_history("state", device="meta")
+        >>> ember.memory.record_history(False, device="meta")
+        >>> events
+        ['on', 'off']
+    """
     _hooks.append((on_enable, on_disable))
 
 
