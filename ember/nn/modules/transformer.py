@@ -455,9 +455,10 @@ class Transformer(Module):
 
     Example:
         >>> model = ember.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1,
-        ...                              num_decoder_layers=1, dim_feedforward=16)
-        >>> model(ember.randn(5, 3, 8), ember.randn(4, 3, 8)).shape
-        ember.Size([4, 3, 8])
+        ...                              num_decoder_layers=1, dim_feedforward=16,
+        ...                              batch_first=True)
+        >>> model(ember.randn(3, 5, 8), ember.randn(3, 4, 8)).shape  # (batch, target, d_model)
+        ember.Size([3, 4, 8])
     """
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
