@@ -97,7 +97,8 @@ StepResult = int | Return
 class Frame:
     """Concrete frame state: decoded code, ``L`` (localsplus), ``S`` (value stack), globals."""
 
-    __slots__ = ("info", "L", "S", "g", "b", "fn", "call", "reraise", "trace", "retval")
+    __slots__ = ("info", "L", "S", "g", "b", "fn", "call", "reraise", "trace", "retval",
+                 "error_pc")
 
     def __init__(self, info: CodeInfo, L: list, g: dict, fn=None, call=None):
         self.info = info
@@ -111,6 +112,7 @@ class Frame:
         self.reraise = None
         self.trace = None
         self.retval = NULL
+        self.error_pc = -1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,6 +252,7 @@ def _restore_reraise(fr: Frame, e: BaseException) -> None:
 def _unwind(fr: Frame, pc: int, e: BaseException) -> int:
     entry = fr.info.handler_for(pc)
     if entry is None:
+        fr.error_pc = pc        # where the exception leaves the frame (for tracebacks)
         raise e
     S = fr.S
     del S[entry.depth:]

@@ -106,7 +106,8 @@ def run_frame(ctx: CompileContext, fn, args, kwargs=None):
                 pc = r
                 r = concrete.step(fr, pc)
         except BaseException as e:
-            raise e.with_traceback(_user_traceback(e, info, pc)) from None
+            at = fr.error_pc if fr.error_pc >= 0 else pc
+            raise e.with_traceback(_user_traceback(e, info, at)) from None
         if isinstance(r, Return):
             return r.value
         L = fr.L + fr.S
@@ -119,7 +120,8 @@ def _finish_concretely(ctx, fn, info, L, n, pc):
     try:
         return concrete.execute(fr, pc)
     except BaseException as e:
-        raise e.with_traceback(_user_traceback(e, info, pc)) from None
+        at = fr.error_pc if fr.error_pc >= 0 else pc
+        raise e.with_traceback(_user_traceback(e, info, at)) from None
 
 
 def _call_hook(ctx: CompileContext):

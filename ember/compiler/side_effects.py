@@ -154,6 +154,9 @@ class Rebuilder:
         if isinstance(v, types.MethodType):
             return f"{self.const(types.MethodType)}({self.expr(v.__func__, depth + 1)}, " \
                    f"{self.expr(v.__self__, depth + 1)})"
+        if isinstance(v, BaseException) and not vars(v):
+            # an exception built during capture, about to be raised by the concrete step
+            return f"{self.const(type(v))}(*{self.expr(v.args, depth + 1)})"
         if type(v).__module__ == "ember.autograd.grad_mode" and hasattr(v, "__dict__"):
             # a grad-mode manager entered during capture, live at a break inside its block:
             # an equivalent object whose __exit__ restores the same state

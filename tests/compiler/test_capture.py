@@ -629,15 +629,25 @@ def test_user_exception_keeps_user_traceback_line():
     assert not any("ember/compiler/concrete" in fr.filename for fr in frames)
 
 
-def test_exception_from_callee_propagates():
-    def inner(x):
-        raise KeyError("inner")
+def _inner_raises(x):
+    print("in inner")
+    raise KeyError("inner")
 
-    def f(x):
-        return inner(x + 1)
 
-    with pytest.raises(KeyError):
-        ember.compile(f, backend="eager")(_x(3))
+def _outer_calls(x):
+    y = x + 1
+    return _inner_raises(y)
+
+
+def test_exception_from_callee_propagates_with_both_user_lines(capsys):
+    with pytest.raises(KeyError) as ei:
+        ember.compile(_outer_calls, backend="eager")(_x(3))
+    frames = [(fr.name, fr.lineno) for fr in traceback.extract_tb(ei.value.__traceback__)
+              if fr.filename == __file__]
+    outer = _outer_calls.__code__.co_firstlineno + 2
+    inner = _inner_raises.__code__.co_firstlineno + 2
+    assert ("_outer_calls", outer) in frames and ("_inner_raises", inner) in frames
+    assert frames.index(("_outer_calls", outer)) < frames.index(("_inner_raises", inner))
 
 
 def test_version_info_recorded():
