@@ -33,11 +33,12 @@ from ember.core.device import CPU
 from ember.dispatch import Operator, Tag
 from ember.memory.storage import Storage
 from ember.tensor import Tensor
-from ember.tensor.tensor import from_numpy, make_tensor, numpy_view
+from ember.tensor.tensor import empty_tensor, from_numpy, make_tensor, numpy_view
 
 __all__ = ["numpy_backend", "generate", "RULES"]
 
 _FLOATS = (dt.float32, dt.float64)
+_LARGE = 1 << 16  # bytes: larger intermediates come from ember's caching allocator
 _HALF = (dt.float16, dt.bfloat16)
 # ops that may return a view of their input (followed when asking "who owns this memory?")
 _MAY_ALIAS = {"reshape", "flatten", "_unsafe_view", "contiguous", "view_as", "expand_as",
@@ -119,22 +120,50 @@ def _same_float(node: Node, *xs) -> bool:
     return True
 
 
-_UNARY = {"neg": "np.negative({})", "exp": "np.exp({})", "log": "np.log({})",
-          "log2": "np.log2({})", "log10": "np.log10({})", "log1p": "np.log1p({})",
-          "expm1": "np.expm1({})", "sqrt": "np.sqrt({})", "rsqrt": "1.0 / np.sqrt({})",
-          "sin": "np.sin({})", "cos": "np.cos({})", "tan": "np.tan({})", "tanh": "np.tanh({})",
-          "abs": "np.abs({})", "floor": "np.floor({})", "ceil": "np.ceil({})",
-          "trunc": "np.trunc({})", "reciprocal": "1.0 / {}", "square": "np.square({})",
-          "relu": "np.maximum({}, 0)", "asin": "np.arcsin({})", "acos": "np.arccos({})",
-          "atan": "np.arctan({})", "sinh": "np.sinh({})", "cosh": "np.cosh({})",
-          "sigmoid": "1.0 / (1.0 + np.exp(np.negative({})))", "exp2": "np.exp2({})"}
+class Steps:
+    """A rule's result written into an output buffer ``{o}``: NumPy calls with ``out=``.
+
+    The generator picks ``{o}``: a dead input's buffer when ``inplace_ok`` (the rule reads its
+    inputs only before it first writes ``{o}``), else a fresh array (from ember's caching
+    allocator when large, so big intermediates do not page-fault on every call).
+    """
+
+    __slots__ = ("lines", "inplace_ok")
+
+    def __init__(self, lines: list[str], inplace_ok: bool = True):
+        self.lines = lines
+        self.inplace_ok = inplace_ok
+
+
+_UNARY = {"neg": ["np.negative({x}, out={o})"], "exp": ["np.exp({x}, out={o})"],
+          "log": ["np.log({x}, out={o})"], "log2": ["np.log2({x}, out={o})"],
+          "log10": ["np.log10({x}, out={o})"], "log1p": ["np.log1p({x}, out={o})"],
+          "expm1": ["np.expm1({x}, out={o})"], "sqrt": ["np.sqrt({x}, out={o})"],
+          "rsqrt": ["np.sqrt({x}, out={o})", "np.reciprocal({o}, out={o})"],
+          "sin": ["np.sin({x}, out={o})"], "cos": ["np.cos({x}, out={o})"],
+          "tan": ["np.tan({x}, out={o})"], "tanh": ["np.tanh({x}, out={o})"],
+          "abs": ["np.abs({x}, out={o})"], "floor": ["np.floor({x}, out={o})"],
+          "ceil": ["np.ceil({x}, out={o})"], "trunc": ["np.trunc({x}, out={o})"],
+          "reciprocal": ["np.reciprocal({x}, out={o})"], "square": ["np.square({x}, out={o})"],
+          "relu": ["np.maximum({x}, 0.0, out={o})"], "asin": ["np.arcsin({x}, out={o})"],
+          "acos": ["np.arccos({x}, out={o})"], "atan": ["np.arctan({x}, out={o})"],
+          "sinh": ["np.sinh({x}, out={o})"], "cosh": ["np.cosh({x}, out={o})"],
+          "exp2": ["np.exp2({x}, out={o})"],
+          "sigmoid": ["np.negative({x}, out={o})", "np.exp({o}, out={o})",
+                      "np.add({o}, 1.0, out={o})", "np.reciprocal({o}, out={o})"],
+          "silu": ["np.negative({x}, out={o})", "np.exp({o}, out={o})",
+                   "np.add({o}, 1.0, out={o})", "np.divide({x}, {o}, out={o})"]}
+# rules that read ``x`` after writing ``{o}`` cannot write into ``x``
+_READS_LATE = {"silu"}
 
 
 def _unary(g, node, b):
     x = b.get("self", b.get("input"))
-    if not _same_float(node, x):
+    if not isinstance(x, Node) or not _same_float(node, x):
         return None
-    return _UNARY[node.target.name].format(g.a(x))
+    a = g.a(x)
+    return Steps([ln.format(x=a, o="{o}") for ln in _UNARY[node.target.name]],
+                 node.target.name not in _READS_LATE)
 
 
 for _n in _UNARY:
@@ -161,8 +190,8 @@ def _binary(g, node, b):
     if alpha != 1:
         if not _scalar_ok(alpha, node.val.dtype):
             return None
-        ys = f"np.multiply({ys}, {alpha!r})"
-    return f"{_BINARY[node.target.name]}({g.a(x)}, {ys})"
+        ys = g.tmp(f"np.multiply({ys}, {alpha!r})")
+    return Steps([f"{_BINARY[node.target.name]}({g.a(x)}, {ys}, out={{o}})"])
 
 
 for _n in _BINARY:
@@ -210,12 +239,13 @@ def _clamp(g, node, b):
     x, lo, hi = b["self"], b.get("min"), b.get("max")
     if not _same_float(node, x, lo, hi) or (lo is None and hi is None):
         return None
-    expr = g.a(x)
+    src, lines = g.a(x), []
     if lo is not None:
-        expr = f"np.maximum({expr}, {g.a(lo)})"
+        lines.append(f"np.maximum({src}, {g.a(lo)}, out={{o}})")
+        src = "{o}"
     if hi is not None:
-        expr = f"np.minimum({expr}, {g.a(hi)})"
-    return expr
+        lines.append(f"np.minimum({src}, {g.a(hi)}, out={{o}})")
+    return Steps(lines)
 
 
 @rule("gelu")
@@ -225,15 +255,12 @@ def _gelu(g, node, b):
         return None
     c = repr(math.sqrt(2.0 / math.pi))
     a = g.a(x)
-    return f"0.5 * {a} * (1.0 + np.tanh({c} * ({a} + 0.044715 * {a} * {a} * {a})))"
-
-
-@rule("silu")
-def _silu(g, node, b):
-    x = b["self"]
-    if not _same_float(node, x):
-        return None
-    return f"{g.a(x)} / (1.0 + np.exp(np.negative({g.a(x)})))"
+    # 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3)))
+    return Steps([f"np.multiply({a}, {a}, out={{o}})", f"np.multiply({{o}}, {a}, out={{o}})",
+                  "np.multiply({o}, 0.044715, out={o})", f"np.add({{o}}, {a}, out={{o}})",
+                  f"np.multiply({{o}}, {c}, out={{o}})", "np.tanh({o}, out={o})",
+                  "np.add({o}, 1.0, out={o})", f"np.multiply({{o}}, {a}, out={{o}})",
+                  "np.multiply({o}, 0.5, out={o})"], inplace_ok=False)
 
 
 # -- reductions ---------------------------------------------------------------------------------
@@ -261,11 +288,13 @@ def _softmax(g, node, b):
         return None
     d = b["dim"] % x.val.ndim
     a = g.a(x)
-    shifted = g.tmp(f"{a} - np.amax({a}, axis={d}, keepdims=True)")
+    m = g.tmp(f"np.amax({a}, axis={d}, keepdims=True)")
     if "log" in node.target.name:
-        return f"{shifted} - np.log(np.sum(np.exp({shifted}), axis={d}, keepdims=True))"
-    e = g.tmp(f"np.exp({shifted})")
-    return f"{e} / np.sum({e}, axis={d}, keepdims=True)"
+        return Steps([f"np.subtract({a}, {m}, out={{o}})",
+                      f"{m} = np.log(np.sum(np.exp({{o}}), axis={d}, keepdims=True))",
+                      f"np.subtract({{o}}, {m}, out={{o}})"])
+    return Steps([f"np.subtract({a}, {m}, out={{o}})", "np.exp({o}, out={o})",
+                  f"np.divide({{o}}, np.sum({{o}}, axis={d}, keepdims=True), out={{o}})"])
 
 
 @rule("native_layer_norm")
@@ -281,34 +310,36 @@ def _layer_norm(g, node, b):
     axes = tuple(range(x.val.ndim - k, x.val.ndim))
     a = g.a(x)
     mean = g.tmp(f"np.mean({a}, axis={axes!r}, keepdims=True)")
-    cen = g.tmp(f"{a} - {mean}")
-    rstd = g.tmp(f"1.0 / np.sqrt(np.mean({cen} * {cen}, axis={axes!r}, keepdims=True) + "
-                 f"{float(eps)!r})")
-    out = f"{cen} * {rstd}"
-    if w is not None:
-        out = f"{out} * {g.a(w)}"
-    if bias is not None:
-        out = f"{out} + {g.a(bias)}"
     shape = tuple(node.val[1].shape)
-    return f"({out}, {mean}.reshape({shape!r}), {rstd}.reshape({shape!r}))"
+    rstd = f"_r{mean}"
+    lines = [f"np.subtract({a}, {mean}, out={{o}})",
+             f"{rstd} = np.mean(np.square({{o}}), axis={axes!r}, keepdims=True)",
+             f"np.add({rstd}, {float(eps)!r}, out={rstd})", f"np.sqrt({rstd}, out={rstd})",
+             f"np.reciprocal({rstd}, out={rstd})", f"np.multiply({{o}}, {rstd}, out={{o}})"]
+    if w is not None:
+        lines.append(f"np.multiply({{o}}, {g.a(w)}, out={{o}})")
+    if bias is not None:
+        lines.append(f"np.add({{o}}, {g.a(bias)}, out={{o}})")
+    lines.append(f"{{o}} = ({{o}}, {mean}.reshape({shape!r}), {rstd}.reshape({shape!r}))")
+    return Steps(lines)
 
 
 # -- matmul -------------------------------------------------------------------------------------
 @rule("matmul", "mm", "bmm")
-def _matmul(g, node, b):
+def _matmul_rule(g, node, b):
     x, y = b["self"], b.get("other", b.get("mat2"))
-    if not _same_float(node, x, y) or not isinstance(y, Node):
+    if not _same_float(node, x, y) or not isinstance(y, Node) or node.val.ndim == 0:
         return None
-    return f"_matmul({g.a(x)}, {g.a(y)})"
+    return Steps([f"_matmul({g.a(x)}, {g.a(y)}, {{o}})"], inplace_ok=False)
 
 
-def _matmul(x, y):
-    """``np.matmul`` with the batched-times-matrix case as one GEMM (NOTE [Batched times
-    matrix] in ember/backends/cpu/linalg.py): NumPy loops without BLAS otherwise."""
-    if x.ndim > 2 and y.ndim == 2:
-        out = np.matmul(x.reshape(-1, x.shape[-1]), y)
-        return out.reshape(*x.shape[:-1], y.shape[-1])
-    return np.matmul(x, y)
+def _matmul(x, y, out):
+    """``np.matmul`` into ``out``, the batched-times-matrix case as one GEMM (NOTE [Batched
+    times matrix] in ember/backends/cpu/linalg.py): NumPy loops without BLAS otherwise."""
+    if x.ndim > 2 and y.ndim == 2 and out.flags.c_contiguous:
+        np.matmul(x.reshape(-1, x.shape[-1]), y, out=out.reshape(-1, y.shape[-1]))
+    else:
+        np.matmul(x, y, out=out)
 
 
 @rule("addmm")
@@ -316,7 +347,8 @@ def _addmm(g, node, b):
     s, m1, m2 = b["self"], b["mat1"], b["mat2"]
     if not _same_float(node, s, m1, m2) or b["beta"] != 1 or b["alpha"] != 1:
         return None
-    return f"np.add({g.a(s)}, np.matmul({g.a(m1)}, {g.a(m2)}))"
+    return Steps([f"np.matmul({g.a(m1)}, {g.a(m2)}, out={{o}})",
+                  f"np.add({{o}}, {g.a(s)}, out={{o}})"], inplace_ok=False)
 
 
 # -- shapes and views ---------------------------------------------------------------------------
@@ -530,13 +562,15 @@ class _Gen:
         self.graph = gm.graph
         self.lines: list[str] = []
         self.globals: dict = code_globals(self.graph)[0]
-        self.globals.update(np=np, _wrap=_wrap, _nv=numpy_view, _matmul=_matmul)
+        self.globals.update(np=np, _wrap=_wrap, _nv=numpy_view, _matmul=_matmul,
+                            _empty_t=empty_tensor)
         self.arr: dict[int, str] = {}   # node -> NumPy expression name
         self.ten: dict[int, str] = {}   # node -> ember tensor expression name
         self.rendered = 0
         self.fallbacks: list[str] = []
         self._tmp = 0
         self._must_alias = _alias_outputs(self.graph)
+        self.fresh: set[int] = set()  # nodes whose buffers this function allocated
 
     # helpers used by rules
     def emit(self, line: str) -> None:
@@ -551,6 +585,11 @@ class _Gen:
     def np_dtype(self, dtype) -> str:
         name = f"_np_{str(dtype).removeprefix('ember.')}"
         self.globals[name] = np.dtype(dtype.np)
+        return name
+
+    def dtype_obj(self, dtype) -> str:
+        name = f"_dt_{str(dtype).removeprefix('ember.')}"
+        self.globals[name] = dtype
         return name
 
     def const_dtype(self, node: Node) -> str:
@@ -644,12 +683,47 @@ class _Gen:
                 expr = None
             if expr is None:
                 del self.lines[mark:]
+        if isinstance(expr, Steps):
+            self._steps(node, expr)
+            self.rendered += 1
+            return
         if expr is not None:
             self.emit(f"a_{node.name} = {expr}")
             self.arr[id(node)] = f"a_{node.name}"
             self.rendered += 1
             return
         self._fallback(node)
+
+    def _steps(self, node: Node, steps: Steps) -> None:
+        name = f"a_{node.name}"
+        val = node.val[0] if isinstance(node.val, tuple) else node.val
+        donor = self._donor(node, val) if steps.inplace_ok else None
+        if donor is not None:
+            self.emit(f"{name} = {self.arr[id(donor)]}")
+            if id(donor) in self.ten and not isinstance(node.val, tuple):
+                self.ten[id(node)] = self.ten[id(donor)]
+        elif val.numel() * val.element_size() >= _LARGE:
+            # NOTE [Large intermediates]: fresh multi-megabyte NumPy arrays are new mappings
+            # that page-fault on every call; blocks from ember's caching allocator are reused.
+            tname = f"t_{node.name}"
+            self.emit(f"{tname} = _empty_t({tuple(val.shape)!r}, {self.dtype_obj(val.dtype)})")
+            self.emit(f"{name} = _nv({tname})")
+            if not isinstance(node.val, tuple):
+                self.ten[id(node)] = tname
+        else:
+            self.emit(f"{name} = np.empty({tuple(val.shape)!r}, {self.np_dtype(val.dtype)})")
+        for line in steps.lines:
+            self.emit(line.replace("{o}", name))
+        self.arr[id(node)] = name
+        self.fresh.add(id(node))
+
+    def _donor(self, node: Node, val):
+        """A dead input whose buffer ``node`` may overwrite (same shape and dtype, owned)."""
+        for x in node.input_nodes():
+            if id(x) in self.fresh and len(x.users) == 1 and isinstance(x.val, Tensor) and \
+                    x.val.shape == val.shape and x.val.dtype is val.dtype:
+                return x
+        return None
 
     def _renderable(self, node: Node) -> bool:
         if id(node) in self._must_alias or node.kwargs.get("out") is not None:
