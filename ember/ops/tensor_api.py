@@ -63,6 +63,8 @@ def _type(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
         return tensor_type_name(self._dtype, self._device)
     if isinstance(dtype, str):
         dtype = _parse_type(dtype)
+    elif isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dt.DType):
+        dtype = dtype.dtype  # a legacy class such as ember.LongTensor
     if not isinstance(dtype, dt.DType):
         raise TypeError(f"type(): argument 'dtype' must be a dtype or a type name, not "
                         f"{type(dtype).__name__}")
@@ -793,3 +795,63 @@ __all__ += ["as_strided_", "resize_as_", "fill", "fill_", "zero_", "detach_", "a
             "set_float32_matmul_precision", "get_float32_matmul_precision",
             "set_flush_denormal", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
             "set_anomaly_enabled", "has_lapack", "has_mkl", "has_openmp", "has_spectral"]
+
+
+# -- legacy typed tensor classes ----------------------------------------------------------------
+class tensortype(type):
+    """The metaclass of ``ember.FloatTensor`` and its siblings (torch's ``tensortype``).
+
+    ``isinstance(t, ember.FloatTensor)`` is true for CPU float32 tensors; calling the class is
+    torch's legacy constructor with that dtype: ``LongTensor(2, 3)`` (uninitialised),
+    ``LongTensor([1, 2])`` (a copy of the data), ``LongTensor()`` (empty).
+    """
+
+    dtype: dt.DType
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor) and obj._dtype is cls.dtype and obj._device.type == "cpu"
+
+    def __call__(cls, *args, device=None):
+        from ember.ops.creation import empty, tensor
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            src = args[0]
+            if src._dtype is not cls.dtype:
+                raise TypeError(f"expected {cls.dtype} (got {src._dtype})")
+            return src
+        if len(args) == 1 and not isinstance(args[0], int):
+            return tensor(args[0], dtype=cls.dtype, device=device)
+        return empty(*args, dtype=cls.dtype, device=device) if args else \
+            empty(0, dtype=cls.dtype, device=device)
+
+    def __repr__(cls) -> str:
+        return f"<class 'ember.{cls.__name__}'>"
+
+
+LEGACY_TENSOR_TYPES = {}
+for _d in dt.ALL_DTYPES:
+    _name = f"{_d.scalar_name}Tensor"
+    LEGACY_TENSOR_TYPES[_name] = tensortype(_name, (), {"dtype": _d, "__module__": "ember"})
+    globals()[_name] = LEGACY_TENSOR_TYPES[_name]
+    __all__.append(_name)
+
+
+def set_default_tensor_type(t) -> None:
+    """Set the default float dtype from a legacy type (``ember.DoubleTensor``) or its name
+    (``'torch.DoubleTensor'``), as torch's deprecated ``set_default_tensor_type``.
+
+    Raises:
+        TypeError: the type is not a floating type.
+    """
+    import warnings
+
+    from ember.core.dtype import set_default_dtype
+    warnings.warn("ember.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "ember.set_default_dtype() and ember.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    dtype = _parse_type(t) if isinstance(t, str) else getattr(t, "dtype", None)
+    if not isinstance(dtype, dt.DType) or not dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    set_default_dtype(dtype)
+
+
+__all__ += ["set_default_tensor_type"]

@@ -3,6 +3,8 @@ autograd of in-place views, refusals of resize_/set_/type, sgn's zero gradient."
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -193,3 +195,40 @@ def test_top_level_inplace_forms_match_torch():
     ember.addmv_(e, ember.ones(2, 3), ember.arange(3.0), beta=2, alpha=0.5)
     torch.addmv_(t, torch.ones(2, 3), torch.arange(3.0), beta=2, alpha=0.5)
     assert e.tolist() == t.tolist()
+
+
+@pytest.mark.parametrize("name", ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+                                  "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
+                                  "LongTensor", "BoolTensor"])
+def test_legacy_tensor_classes_construct_and_check_like_torch(name):
+    e_cls, t_cls = getattr(ember, name), getattr(torch, name)
+    for args in ((2, 3), ([1, 0, 1],), ()):
+        e, t = e_cls(*args), t_cls(*args)
+        assert tuple(e.shape) == tuple(t.shape) and e.type() == t.type() == f"torch.{name}"
+        if args and isinstance(args[0], list):
+            assert e.tolist() == t.tolist()
+    for d in ("float32", "int64", "bool"):
+        assert isinstance(ember.zeros(2, dtype=getattr(ember, d)), e_cls) == \
+            isinstance(torch.zeros(2, dtype=getattr(torch, d)), t_cls)
+    assert ember.zeros(2).type(e_cls).type() == torch.zeros(2).type(t_cls).type()
+    same = ember.zeros(2, dtype=e_cls.dtype)
+    assert e_cls(same) is same
+
+
+def test_set_default_tensor_type_like_torch():
+    with pytest.warns(UserWarning, match="deprecated"):
+        ember.set_default_tensor_type(ember.FloatTensor)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns only once per process
+            for lib in (ember, torch):
+                lib.set_default_tensor_type(lib.DoubleTensor)
+                assert lib.get_default_dtype() == lib.float64
+                assert lib.zeros(1).type() == "torch.DoubleTensor"
+                lib.set_default_tensor_type("torch.FloatTensor")
+                assert lib.get_default_dtype() == lib.float32
+                with pytest.raises(TypeError):
+                    lib.set_default_tensor_type(lib.LongTensor)
+    finally:
+        torch.set_default_dtype(torch.float32)
+        ember.set_default_dtype(ember.float32)
