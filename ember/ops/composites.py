@@ -391,7 +391,13 @@ def linalg_multi_dot(tensors, *, out=None):
 @composite("linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> "
            "Tensor(a)", method=False)
 def linalg_diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
-    """The diagonals of the matrices of ``A`` (a view; ``torch.linalg.diagonal``)."""
+    """The diagonals of the matrices of ``A`` (a view; ``torch.linalg.diagonal``).
+
+    Example:
+        >>> ember.linalg.diagonal(ember.arange(8).reshape(2, 2, 2))
+        tensor([[0, 3],
+                [4, 7]])
+    """
     _require("linalg.diagonal", A, "A")
     return A.diagonal(offset, dim1, dim2)
 
@@ -399,7 +405,12 @@ def linalg_diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
 @composite("linalg_cross(Tensor self, Tensor other, *, int dim=-1, Tensor(a!)? out=None) -> "
            "Tensor", method=False)
 def linalg_cross(input, other, *, dim: int = -1, out=None):
-    """Cross products of 3-vectors along ``dim`` (default -1), broadcasting the rest."""
+    """Cross products of 3-vectors along ``dim`` (default -1), broadcasting the rest.
+
+    Example:
+        >>> ember.linalg.cross(ember.tensor([1.0, 0.0, 0.0]), ember.tensor([0.0, 1.0, 0.0]))
+        tensor([0., 0., 1.])
+    """
     from ember.ops.shape import cross
     return cross(input, other, dim, out=out)
 
@@ -454,7 +465,14 @@ def linalg_vander(x, *, N=None):
 @composite("linalg_tensorinv(Tensor self, int ind=2) -> Tensor", method=False)
 def linalg_tensorinv(A, ind: int = 2):
     """The inverse of ``A`` for ``tensordot`` over its first ``ind`` dims
-    (``torch.linalg.tensorinv``)."""
+    (``torch.linalg.tensorinv``).
+
+    Example:
+        >>> A = (ember.eye(6) * 2).reshape(2, 3, 6)
+        >>> Ainv = ember.linalg.tensorinv(A, ind=2)
+        >>> Ainv.shape, ember.allclose(ember.tensordot(A, Ainv, 1).reshape(6, 6), ember.eye(6))
+        (ember.Size([6, 2, 3]), True)
+    """
     from ember.ops.linalg import linalg_inv
     _require("linalg.tensorinv", A, "A")
     if ind <= 0:
@@ -471,7 +489,14 @@ def linalg_tensorinv(A, ind: int = 2):
 @composite("linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor",
            method=False)
 def linalg_tensorsolve(A, B, dims=None):
-    """The ``X`` with ``tensordot(A, X, X.ndim) == B`` (``torch.linalg.tensorsolve``)."""
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B`` (``torch.linalg.tensorsolve``).
+
+    Example:
+        >>> A = ember.eye(6).reshape(2, 3, 6) * 2
+        >>> X = ember.linalg.tensorsolve(A, ember.ones(2, 3))
+        >>> X.shape, X
+        (ember.Size([6]), tensor([0.5000, 0.5000, 0.5000, 0.5000, 0.5000, 0.5000]))
+    """
     from ember.ops.linalg import linalg_solve
     _require("linalg.tensorsolve", A, "A")
     _require("linalg.tensorsolve", B, "B", 2)
@@ -491,7 +516,14 @@ def linalg_tensorsolve(A, B, dims=None):
 # -- torch's older top-level linear algebra (forms of torch.linalg) ---------------------------
 @composite("qr(Tensor self, bool some=True) -> (Tensor Q, Tensor R)")
 def qr(input, some: bool = True):
-    """QR decomposition: ``linalg.qr`` with ``mode='reduced'`` (``some``) or ``'complete'``."""
+    """QR decomposition: ``linalg.qr`` with ``mode='reduced'`` (``some``) or ``'complete'``.
+
+    Example:
+        >>> A = ember.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        >>> Q, R = ember.qr(A)
+        >>> Q.shape, R.shape, ember.allclose(Q @ R, A, atol=1e-5)
+        (ember.Size([3, 2]), ember.Size([2, 2]), True)
+    """
     from ember.ops.linalg import linalg_qr
     _require("qr", input)
     return linalg_qr(input, "reduced" if some else "complete")
@@ -503,6 +535,12 @@ def svd(input, some: bool = True, compute_uv: bool = True):
     """Singular value decomposition returning ``V`` (not ``Vh``), as torch's ``svd``.
 
     ``compute_uv=False`` returns zero-filled full-size ``U`` and ``V``, as torch.
+
+    Example:
+        >>> A = ember.tensor([[3.0, 0.0], [0.0, -2.5], [0.0, 0.0]])
+        >>> U, S, V = ember.svd(A)
+        >>> U.shape, S, V.shape, ember.allclose(U @ ember.diag(S) @ V.mT, A, atol=1e-5)
+        (ember.Size([3, 2]), tensor([3.0000, 2.5000]), ember.Size([2, 2]), True)
     """
     from ember.ops.linalg import linalg_svd, linalg_svdvals
     _require("svd", input)
@@ -518,7 +556,13 @@ def svd(input, some: bool = True, compute_uv: bool = True):
 
 @composite("cholesky(Tensor self, bool upper=False) -> Tensor")
 def cholesky(input, upper: bool = False):
-    """Cholesky factor of a symmetric positive-definite matrix (``linalg.cholesky``)."""
+    """Cholesky factor of a symmetric positive-definite matrix (``linalg.cholesky``).
+
+    Example:
+        >>> ember.cholesky(ember.tensor([[4.0, 2.0], [2.0, 2.5]]))
+        tensor([[2.0000, 0.0000],
+                [1.0000, 1.2247]])
+    """
     from ember.ops.linalg import linalg_cholesky
     _require("cholesky", input)
     return linalg_cholesky(input, upper=upper)
@@ -526,7 +570,13 @@ def cholesky(input, upper: bool = False):
 
 @composite("cholesky_inverse(Tensor self, bool upper=False) -> Tensor")
 def cholesky_inverse(input, upper: bool = False):
-    """The inverse of ``A`` from its Cholesky factor (``L L^T`` or ``U^T U``)."""
+    """The inverse of ``A`` from its Cholesky factor (``L L^T`` or ``U^T U``).
+
+    Example:
+        >>> L = ember.tensor([[2.0, 0.0], [1.0, 1.5]])
+        >>> ember.allclose(ember.cholesky_inverse(L) @ (L @ L.mT), ember.eye(2), atol=1e-5)
+        True
+    """
     from ember.ops.linalg import linalg_inv
     _require("cholesky_inverse", input)
     return linalg_inv(input.mT @ input if upper else input @ input.mT)
@@ -534,7 +584,14 @@ def cholesky_inverse(input, upper: bool = False):
 
 @composite("cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor")
 def cholesky_solve(input, input2, upper: bool = False):
-    """Solve ``A X = input`` given the Cholesky factor ``input2`` of ``A``."""
+    """Solve ``A X = input`` given the Cholesky factor ``input2`` of ``A``.
+
+    Example:
+        >>> L = ember.tensor([[2.0, 0.0], [0.0, 4.0]])  # A = L L^T = diag(4, 16)
+        >>> ember.cholesky_solve(ember.tensor([[4.0], [8.0]]), L)
+        tensor([[1.0000],
+                [0.5000]])
+    """
     from ember.ops.linalg import linalg_solve
     _require("cholesky_solve", input)
     _require("cholesky_solve", input2, "input2", 2)
@@ -544,7 +601,12 @@ def cholesky_solve(input, input2, upper: bool = False):
 
 @composite("pinverse(Tensor self, float rcond=1e-15) -> Tensor")
 def pinverse(input, rcond: float = 1e-15):
-    """Pseudo-inverse: ``linalg.pinv`` with singular values below ``rcond * max`` dropped."""
+    """Pseudo-inverse: ``linalg.pinv`` with singular values below ``rcond * max`` dropped.
+
+    Example:
+        >>> ember.pinverse(ember.tensor([[1.0], [1.0]]))
+        tensor([[0.5000, 0.5000]])
+    """
     from ember.ops.linalg import linalg_pinv
     _require("pinverse", input)
     return linalg_pinv(input, rtol=rcond)

@@ -186,19 +186,34 @@ TENSOR_METHODS["narrow_copy"] = globals()["narrow_copy"]  # torch has it as a me
 @composite("unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]")
 def unsafe_chunk(input, chunks: int, dim: int = 0):
     """:func:`chunk` whose views autograd does not guard against in-place changes (torch's
-    "unsafe" variant); the views are the same."""
+    "unsafe" variant); the views are the same.
+
+    Example:
+        >>> [t.tolist() for t in ember.unsafe_chunk(ember.arange(5), 2)]
+        [[0, 1, 2], [3, 4]]
+    """
     return chunk(input, chunks, dim)
 
 
 @composite("unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]")
 def unsafe_split(input, split_size, dim: int = 0):
-    """:func:`split` without autograd's guard on in-place changes of the views."""
+    """:func:`split` without autograd's guard on in-place changes of the views.
+
+    Example:
+        >>> [t.tolist() for t in ember.unsafe_split(ember.arange(5), 2)]
+        [[0, 1], [2, 3], [4]]
+    """
     return split(input, split_size, dim)
 
 
 @composite("unsafe_split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]")
 def unsafe_split_with_sizes(input, split_sizes, dim: int = 0):
-    """:func:`split_with_sizes` without autograd's guard on in-place changes of the views."""
+    """:func:`split_with_sizes` without autograd's guard on in-place changes of the views.
+
+    Example:
+        >>> [t.shape for t in ember.unsafe_split_with_sizes(ember.zeros(5, 2), [2, 3])]
+        [ember.Size([2, 2]), ember.Size([3, 2])]
+    """
     return split_with_sizes(input, split_sizes, dim)
 
 
