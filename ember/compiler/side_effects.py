@@ -13,6 +13,7 @@ cells); (4) write the frame state.
 
 from __future__ import annotations
 
+import collections
 import math
 import types
 
@@ -24,6 +25,7 @@ from ember.tensor import Tensor
 __all__ = ["Rebuilder", "CannotRebuild"]
 
 _LITERALS = (type(None), bool, int, str)
+_REBUILT_MUTABLE = (collections.OrderedDict, collections.defaultdict, collections.Counter)
 
 
 class CannotRebuild(Exception):
@@ -32,6 +34,11 @@ class CannotRebuild(Exception):
 
 def _cell(*v):
     return types.CellType(*v)
+
+
+def _setstate(obj, state):
+    obj.__setstate__(state)
+    return obj
 
 
 def _mkobj(cls, state):
@@ -55,7 +62,8 @@ class Rebuilder:
         self.cap = capture
         self.outputs: list = []          # graph nodes to output, in order
         self._out_index: dict[int, int] = {}
-        self.env: dict = {"NULL": NULL, "_cell": _cell, "_mkfn": _mkfn, "_mkobj": _mkobj}
+        self.env: dict = {"NULL": NULL, "_cell": _cell, "_mkfn": _mkfn, "_mkobj": _mkobj,
+                          "_setstate": _setstate}
         self._nconst = 0
         self.pre: list[str] = []         # statements evaluating values (step 2)
         self.effects: list[str] = []     # mutations (step 3)
@@ -101,7 +109,8 @@ class Rebuilder:
         src = cap.source(v)
         if src is not None:
             return src
-        if t in (list, dict, set, types.CellType, types.FunctionType):
+        if t in (list, dict, set, types.CellType, types.FunctionType) or t in _REBUILT_MUTABLE \
+                or hasattr(t, "__next__"):
             # mutable objects made during capture: built once, shared by every reference
             hit = self._memo.get(id(v))
             if hit is not None:
@@ -154,6 +163,26 @@ class Rebuilder:
         if isinstance(v, types.MethodType):
             return f"{self.const(types.MethodType)}({self.expr(v.__func__, depth + 1)}, " \
                    f"{self.expr(v.__self__, depth + 1)})"
+        if t is collections.Counter:
+            return f"{self.const(t)}({self.expr(dict(v), depth + 1)})"
+        if t is collections.OrderedDict:
+            return f"{self.const(t)}({self.expr(list(v.items()), depth + 1)})"
+        if t is collections.defaultdict:
+            return (f"{self.const(t)}({self.expr(v.default_factory, depth + 1)}, "
+                    f"{self.expr(dict(v), depth + 1)})")
+        if hasattr(t, "__next__") and type(v).__module__ == "builtins":
+            # a builtin iterator made during capture (list/range/dict iteration), live at a
+            # break: rebuilt at the same position from its pickle recipe
+            try:
+                red = v.__reduce__()
+            except TypeError as e:
+                raise CannotRebuild(f"a live {t.__name__}") from e
+            if not (isinstance(red, tuple) and red[0] in (iter, reversed)):
+                raise CannotRebuild(f"a live {t.__name__}")
+            it = f"{self.const(red[0])}(*{self.expr(red[1], depth + 1)})"
+            if len(red) > 2 and red[2] is not None:
+                return f"_setstate({it}, {self.expr(red[2], depth + 1)})"
+            return it
         if isinstance(v, BaseException) and not vars(v):
             # an exception built during capture, about to be raised by the concrete step
             return f"{self.const(type(v))}(*{self.expr(v.args, depth + 1)})"
