@@ -21,6 +21,7 @@ from ember.ops._define import composite, tensor_method
 from ember.ops.views import squeeze, t, transpose, unsqueeze
 from ember.tensor import Tensor
 from ember.tensor.typed_storage import (
+    LEGACY_STORAGE_TYPES,
     TypedStorage,
     is_shared,
     mark_shared,
@@ -855,3 +856,6 @@ def set_default_tensor_type(t) -> None:
 
 
 __all__ += ["set_default_tensor_type"]
+
+globals().update(LEGACY_STORAGE_TYPES)
+__all__ += list(LEGACY_STORAGE_TYPES)

@@ -155,3 +155,36 @@ class TypedStorage:
             " ..."
         return (f"{body}\n[ember.storage.TypedStorage(dtype=ember.{self.dtype.name}, "
                 f"device={self.device}) of size {self.size()}]")
+
+
+class _LegacyStorageType(type):
+    """The metaclass of ``ember.FloatStorage`` and its siblings: ``isinstance`` checks the
+    dtype of a :class:`TypedStorage`; calling the class makes one (``FloatStorage(3)``
+    uninitialised, ``LongStorage([1, 2])`` from data, ``FloatStorage()`` empty)."""
+
+    dtype: dt.DType
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, TypedStorage) and obj.dtype is cls.dtype
+
+    def __call__(cls, data=0, *, device=None) -> TypedStorage:
+        from ember.core.device import CPU, as_device
+        dev = as_device(device) if device is not None else CPU
+        values = None if isinstance(data, int) else np.asarray(data, dtype=cls.dtype.np)
+        n = data if values is None else values.size
+        storage = TypedStorage(wrap_storage=Storage(n * cls.dtype.itemsize, dev),
+                               dtype=cls.dtype)
+        if values is not None and n:
+            storage._array()[...] = values.reshape(-1)
+        return storage
+
+    def __repr__(cls) -> str:
+        return f"<class 'ember.{cls.__name__}'>"
+
+
+LEGACY_STORAGE_TYPES = {
+    f"{d.scalar_name}Storage": _LegacyStorageType(f"{d.scalar_name}Storage", (),
+                                                  {"dtype": d, "__module__": "ember"})
+    for d in dt.ALL_DTYPES}
+globals().update(LEGACY_STORAGE_TYPES)
+__all__ += list(LEGACY_STORAGE_TYPES)

@@ -232,3 +232,19 @@ def test_set_default_tensor_type_like_torch():
     finally:
         torch.set_default_dtype(torch.float32)
         ember.set_default_dtype(ember.float32)
+
+
+@pytest.mark.parametrize("name", ["FloatStorage", "DoubleStorage", "LongStorage", "BoolStorage",
+                                  "ByteStorage", "HalfStorage", "BFloat16Storage"])
+def test_legacy_storage_classes_like_torch(name):
+    e_cls, t_cls = getattr(ember, name), getattr(torch, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's TypedStorage deprecation warning
+        for args in ((3,), ([1, 0, 1],), ()):
+            e, t = e_cls(*args), t_cls(*args)
+            assert len(e) == len(t) and e.dtype.name == str(t.dtype)[6:]
+            if args and isinstance(args[0], list):
+                assert e.tolist() == t.tolist()
+        for d in ("float32", "int64"):
+            assert isinstance(ember.zeros(2, dtype=getattr(ember, d)).storage(), e_cls) == \
+                isinstance(torch.zeros(2, dtype=getattr(torch, d)).storage(), t_cls)
