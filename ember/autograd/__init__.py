@@ -28,3 +28,7 @@ from ember.autograd import functional  # noqa: E402
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 
 __all__ += ["GradcheckError", "functional", "gradcheck", "gradgradcheck"]
+
+from ember.autograd.variable import Variable  # noqa: E402
+
+__all__ += ["Variable"]

@@ -248,3 +248,17 @@ def test_legacy_storage_classes_like_torch(name):
         for d in ("float32", "int64"):
             assert isinstance(ember.zeros(2, dtype=getattr(ember, d)).storage(), e_cls) == \
                 isinstance(torch.zeros(2, dtype=getattr(torch, d)).storage(), t_cls)
+
+
+def test_variable_is_a_tensor_like_torch():
+    from torch.autograd import Variable as TV
+
+    from ember.autograd import Variable as EV
+    for lib, var in ((ember, EV), (torch, TV)):
+        t = lib.ones(2)
+        v = var(t, requires_grad=True)
+        assert v is not t and v.requires_grad and v.is_leaf and isinstance(t, var)
+        assert v.data_ptr() == t.data_ptr() and not var(t).requires_grad
+        assert tuple(var().shape) == (0,)
+        with pytest.raises(TypeError, match="Variable data has to be a tensor"):
+            var([1.0])
