@@ -1,0 +1,196 @@
+"""The ``c`` backend: fused C kernels for pointwise and last-dim reduction chains.
+
+The graph is lowered (``ember.compiler.lower``), fused into kernels (one loop nest per
+kernel, several passes per row for softmax/layer norm), emitted as one C file, compiled by
+``gcc`` and loaded with ctypes (``ember.compiler.cc``). Every node that is not lowered -
+matmul/linear/conv (NumPy/BLAS), integer and half-precision arithmetic, in-place ops,
+anything without a rule - is rendered exactly as the ``numpy`` backend renders it, between
+kernel calls. Shapes and strides are baked into the kernels; a call whose input strides
+differ from the compiled ones runs the NumPy function instead. Without gcc, or when a build
+fails, the backend warns once and returns the NumPy backend's function.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+
+import numpy as np
+
+from ember.compiler import cc, logs
+from ember.compiler.backends import numpy_backend as npb
+from ember.compiler.backends import register_backend
+from ember.compiler.codegen_c import generate_c
+from ember.compiler.graph import GraphModule, Node, compile_source
+from ember.compiler.lower.decomp import Lowering
+from ember.compiler.lower.ir import LNode
+from ember.compiler.lower.scheduler import schedule
+from ember.tensor import Tensor
+
+__all__ = ["c_backend"]
+
+
+class _CGen(npb._Gen):
+    """The NumPy generator with lowered nodes replaced by kernel calls."""
+
+    def __init__(self, gm: GraphModule, example_inputs):
+        super().__init__(gm)
+        g = self.graph
+        lw = Lowering(g, example_inputs, self._must_alias)
+        self.lw = lw
+        self.owner: dict[int, Node] = {}
+        barriers: set[int] = set()
+        lowered: set[int] = set()
+        for node in g.nodes:
+            if node.op != "call":
+                continue
+            mark = len(lw.nodes)
+            res = lw.lower_node(node)
+            if res is not None:
+                lowered.add(id(node))
+            elif isinstance(node.val, Tensor):
+                barriers.add(lw.buffer(node).index)
+            else:
+                barriers.add(lw.add(LNode("buffer", (), None)).index)
+            for ln in lw.nodes[mark:]:
+                self.owner[id(ln)] = node
+        self.lowered = lowered
+        outs = {id(n) for n in npb._leaves(g.output_node.args[0]) if isinstance(n, Node)} \
+            if g.output_node is not None else set()
+        self.gnodes_of: dict[int, list[Node]] = {}
+        for node in g.nodes:
+            if id(node) not in lowered:
+                continue
+            ln = lw.map[id(node)]
+            if isinstance(ln, tuple):
+                continue
+            self.gnodes_of.setdefault(id(ln), []).append(node)
+            if id(node) in outs or any(id(u) not in lowered for u in node.users):
+                ln.external = True
+        self.kernels = schedule(lw.nodes, barriers)
+        self.emit_after: dict[int, list] = {}
+        for k in self.kernels:
+            last = max(k.members, key=lambda m: m.index)
+            self.emit_after.setdefault(id(self.owner[id(last)]), []).append(k)
+        self.ln_var: dict[int, str] = {}
+        self.contig: dict[int, str] = {}
+        self.c_source = None
+        self.slots = None
+
+    def prepare(self) -> bool:
+        if not self.kernels:
+            return False
+        self.c_source, self.slots = generate_c(self.kernels, cc.vector_math_ok())
+        return True
+
+    def bind(self, lib) -> None:
+        for k, slots in zip(self.kernels, self.slots, strict=True):
+            cfn = getattr(lib, f"ember_k{k.index}")
+            cfn.argtypes = [ctypes.c_void_p]
+            cfn.restype = None
+            self.globals[f"_k{k.index}"] = _kernel_call(cfn, k, slots)
+
+    def _call(self, node: Node) -> None:
+        if id(node) in self.lowered:
+            ln = self.lw.map[id(node)]
+            if isinstance(ln, LNode) and ln.kind == "view" and ln.external:
+                super()._call(node)
+        else:
+            super()._call(node)
+        for k in self.emit_after.get(id(node), ()):
+            self._emit_kernel(k)
+
+    def _array(self, ln: LNode) -> str:
+        if id(ln) in self.ln_var:
+            return self.ln_var[id(ln)]
+        node = ln.node
+        name = self.a(node)
+        if node.op in ("placeholder", "constant"):
+            return name
+        if id(ln) not in self.contig:
+            self.contig[id(ln)] = self.tmp(f"np.ascontiguousarray({name}, "
+                                           f"{self.np_dtype(ln.dtype)})")
+        return self.contig[id(ln)]
+
+    def _emit_kernel(self, k) -> None:
+        slots = self.slots[k.index]
+        ins = [self._array(s.ln) for s in slots if not s.is_out]
+        outs = [s.ln for s in slots if s.is_out]
+        names = [f"_o{k.index}_{i}" for i in range(len(outs))]
+        lhs = ", ".join(names) + ("," if len(names) == 1 else "")
+        self.emit(f"{lhs} = _k{k.index}({', '.join(ins)})")
+        for ln, name in zip(outs, names, strict=True):
+            self.ln_var[id(ln)] = name
+            for gnode in self.gnodes_of.get(id(ln), ()):
+                self.arr[id(gnode)] = name
+        self.rendered += len(outs)
+
+
+def _kernel_call(cfn, k, slots):
+    specs = [(tuple(s.ln.shape), np.dtype(s.ln.dtype.np)) for s in slots if s.is_out]
+    n = len(slots)
+    arr_t = ctypes.c_void_p * n
+    empty = np.empty
+    numel = int(np.prod(k.shape)) if k.shape else 1
+
+    def call(*ins):
+        outs = tuple(empty(s, d) for s, d in specs)
+        if numel:
+            cfn(arr_t(*[a.ctypes.data for a in ins], *[o.ctypes.data for o in outs]))
+        return outs
+
+    return call
+
+
+def _entry_checks(gm, example_inputs):
+    checks = []
+    ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, (_node, t) in enumerate(zip(ph, example_inputs, strict=False)):
+        if isinstance(t, Tensor):
+            checks.append((i, tuple(t.shape), tuple(t.stride()), t.dtype))
+    return checks
+
+
+@register_backend("c")
+def c_backend(gm: GraphModule, example_inputs):
+    """Compile ``gm`` to fused C kernels plus NumPy glue (see the module docstring).
+
+    The result has ``kernels`` (number of generated C kernels), ``c_source`` and ``source``
+    (the Python glue); ``EMBER_LOGS=output_code`` prints both.
+    """
+    fallback = npb.numpy_backend(gm, example_inputs)
+    fallback.kernels = 0
+    fallback.c_source = None
+    try:
+        gen = _CGen(gm, example_inputs)
+        if not gen.prepare():
+            return fallback
+    except Exception as e:  # noqa: BLE001 - lowering must never break compilation
+        logs.log("graph_code", f"c backend: lowering failed ({type(e).__name__}: {e}); "
+                 "using the numpy backend")
+        return fallback
+    logs.log("graph_code", f"c backend kernels:\n{gen.c_source}")
+    lib = cc.build(gen.c_source, [f"ember_k{k.index}" for k in gen.kernels])
+    if lib is None:
+        return fallback
+    gen.bind(lib)
+    source = gen.run()
+    fwd = compile_source(source, gen.globals, "forward", "c")
+    logs.log("graph_code", f"c backend glue:\n{source}")
+    checks = _entry_checks(gm, example_inputs)
+
+    def run(*args):
+        for i, shape, stride, dtype in checks:
+            t = args[i]
+            if t.shape != shape or t.stride() != stride or t.dtype is not dtype:
+                return fallback(*args)
+        return fwd(*args)
+
+    run.kernels = len(gen.kernels)
+    run.c_source = gen.c_source
+    run.source = source
+    run.fallbacks = gen.fallbacks
+    return run
+
+
+_ = operator

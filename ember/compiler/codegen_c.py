@@ -1,0 +1,306 @@
+"""C source for scheduled kernels: one function per kernel, ``void ember_k<i>(void** buf)``.
+
+A kernel iterates its shape ``F`` as ``rows x F[-1]``: per row, each member runs one pass
+over the row (a reduction accumulates into a per-row scalar, a pointwise value stores its
+elements), so softmax or layer norm is one kernel with a few passes per row. Pure pointwise
+kernels whose operands are contiguous or scalar run one flat ``#pragma omp simd`` loop.
+Loads are index expressions over strides (broadcast = stride 0), baked as constants (shapes
+and strides are static under the graph's guards). NaN semantics follow eager ember:
+``maximum``/``minimum``/``relu``/``amax`` propagate NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember.compiler.lower.ir import Layout, LNode, contiguous_strides
+from ember.compiler.lower.scheduler import Kernel, realized_reads
+from ember.core import dtype as dt
+
+__all__ = ["generate_c", "ctype", "Slot", "PRELUDE"]
+
+CODEGEN_VERSION = 1
+
+_CT = {dt.float32: "float", dt.float64: "double", dt.bool_: "uint8_t"}
+
+_VEC_FNS = ("exp", "log", "tanh", "sin", "cos", "log1p", "expm1", "erf", "log2", "exp2", "pow")
+
+PRELUDE = "#include <stdint.h>\n#include <math.h>\n"
+
+
+def vector_decls() -> str:
+    """Declarations that let gcc call glibc's vector math (libmvec) from simd loops."""
+    lines = []
+    for f in _VEC_FNS:
+        arity = "float, float" if f == "pow" else "float"
+        darity = "double, double" if f == "pow" else "double"
+        lines.append(f"float {f}f({arity}) __attribute__((simd(\"notinbranch\")));")
+        lines.append(f"double {f}({darity}) __attribute__((simd(\"notinbranch\")));")
+    return "\n".join(lines) + "\n"
+
+
+def ctype(d) -> str:
+    return _CT[d]
+
+
+class Slot:
+    """One pointer argument: the LNode whose array is passed, and input or output."""
+
+    def __init__(self, ln: LNode, is_out: bool):
+        self.ln, self.is_out = ln, is_out
+
+
+def _fn(name: str, d) -> str:
+    return name + ("f" if d is dt.float32 else "")
+
+
+def _const(v, d) -> str:
+    if d is dt.bool_:
+        return "1" if v else "0"
+    v = float(v)
+    if math.isnan(v):
+        text = "NAN"
+    elif math.isinf(v):
+        text = "INFINITY" if v > 0 else "(-INFINITY)"
+    else:
+        text = repr(v)
+    return f"(({ctype(d)}){text})"
+
+
+def _op(name: str, d, a: list[str], arg_dtype) -> str:
+    one = _const(1.0, d)
+    if name == "neg":
+        return f"(-{a[0]})"
+    if name in ("exp", "log", "tanh", "sqrt", "sin", "cos", "log1p", "expm1", "erf", "floor",
+                "ceil", "trunc", "log2", "exp2"):
+        return f"{_fn(name, d)}({a[0]})"
+    if name == "abs":
+        return f"{_fn('fabs', d)}({a[0]})"
+    if name == "sigmoid":
+        return f"({one} / ({one} + {_fn('exp', d)}(-{a[0]})))"
+    if name == "relu":
+        return f"(({a[0]} != {a[0]} || {a[0]} > 0) ? {a[0]} : {_const(0.0, d)})"
+    if name == "rsqrt":
+        return f"({one} / {_fn('sqrt', d)}({a[0]}))"
+    if name == "reciprocal":
+        return f"({one} / {a[0]})"
+    if name in ("add", "sub", "mul", "div"):
+        sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[name]
+        return f"({a[0]} {sym} {a[1]})"
+    if name == "maximum":
+        return f"(({a[0]} != {a[0]} || {a[0]} > {a[1]}) ? {a[0]} : {a[1]})"
+    if name == "minimum":
+        return f"(({a[0]} != {a[0]} || {a[0]} < {a[1]}) ? {a[0]} : {a[1]})"
+    if name == "clamp_lo":
+        return f"(({a[0]} < {a[1]}) ? {a[1]} : {a[0]})"
+    if name == "clamp_hi":
+        return f"(({a[0]} > {a[1]}) ? {a[1]} : {a[0]})"
+    if name in ("pow", "atan2"):
+        return f"{_fn(name, d)}({a[0]}, {a[1]})"
+    if name == "where":
+        return f"({a[0]} ? {a[1]} : {a[2]})"
+    cmp = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+    if name in cmp:
+        return f"(uint8_t)({a[0]} {cmp[name]} {a[1]})"
+    raise KeyError(name)
+
+
+def _bcast(layout: Layout, shape) -> tuple[tuple, int]:
+    """Strides of ``layout`` read broadcast (right-aligned) over ``shape``."""
+    k = len(shape) - len(layout.shape)
+    out = []
+    for i in range(len(shape)):
+        j = i - k
+        if j < 0 or layout.shape[j] == 1:
+            out.append(0)
+        else:
+            out.append(layout.strides[j])
+    return tuple(out), layout.offset
+
+
+class _KernelGen:
+    def __init__(self, k: Kernel):
+        self.k = k
+        self.F = k.shape
+        self.nd = len(self.F)
+        self.L = self.F[-1] if self.F else 1
+        self.R = math.prod(self.F[:-1]) if self.F else 1
+        self.slots: list[Slot] = []
+        self.slot_of: dict[int, int] = {}
+        self.lines: list[str] = []
+        self.bases: dict = {}
+        self.tmp = 0
+        members = set(map(id, k.members))
+        for ln in k.members:
+            for src in realized_reads(ln):
+                if id(src) in members and (src.kind == "red"):
+                    continue
+                if id(src) in members and src.kind == "pw":
+                    continue
+                self._slot(src.base if src.kind == "view" else src, False)
+        for ln in k.members:
+            if ln.stored:
+                self._slot(ln, True)
+        self.flat = self._flat_ok()
+
+    def _slot(self, ln, is_out):
+        if id(ln) not in self.slot_of:
+            self.slot_of[id(ln)] = len(self.slots)
+            self.slots.append(Slot(ln, is_out))
+
+    def _layout(self, src: LNode) -> tuple[int, Layout]:
+        if src.kind == "buffer":
+            return self.slot_of[id(src)], src.layout
+        if src.kind == "view":
+            return self.slot_of[id(src.base)], src.layout
+        return self.slot_of[id(src)], Layout(src.shape, contiguous_strides(src.shape), 0)
+
+    def _flat_ok(self) -> bool:
+        if any(m.kind == "red" for m in self.k.members):
+            return False
+        cs = tuple(0 if s == 1 else st for s, st in zip(self.F, contiguous_strides(self.F),
+                                                      strict=True))
+        for m in self.k.members:
+            for src in realized_reads(m):
+                if src.kind in ("pw", "red") and src.kernel is self.k:
+                    continue
+                _, lay = self._layout(src)
+                st, _ = _bcast(lay, self.F)
+                st = tuple(0 if s == 1 else x for s, x in zip(self.F, st, strict=True))
+                if st != cs and any(st):
+                    return False
+        return True
+
+    # -- expressions ----------------------------------------------------------------------------
+    def index(self, src: LNode) -> tuple[int, str]:
+        slot, lay = self._layout(src)
+        st, off = _bcast(lay, self.F)
+        if self.flat:
+            return slot, (f"{off} + j" if any(st) else f"{off}")
+        outer = st[:-1]
+        key = (slot, outer, off)
+        name = self.bases.get(key)
+        if name is None:
+            name = f"b{len(self.bases)}"
+            terms = [str(off)] + [f"i{d} * {s}" for d, s in enumerate(outer) if s]
+            self.row_decl.append(f"        const int64_t {name} = {' + '.join(terms)};")
+            self.bases[key] = name
+        last = st[-1] if st else 0
+        return slot, (f"{name} + j * {last}" if last else name)
+
+    def expr(self, e, memo: dict, body: list, acc: str | None = None) -> str:
+        if id(e) in memo:
+            return memo[id(e)]
+        if e.kind == "const":
+            return _const(e.value, e.dtype)
+        if e.kind == "acc":
+            return f"(({ctype(e.dtype)}){acc})"
+        if e.kind == "load":
+            src = e.value
+            if src.kind == "pw" and not src.realized:
+                key = ("ln", id(src))
+                if key in memo:
+                    return memo[key]
+                v = self.expr(src.expr, memo, body, acc)
+                memo[key] = v
+                return v
+            if src.kind == "red" and src.kernel is self.k:
+                return f"r{src.index}"
+            slot, idx = self.index(src)
+            code = f"p{slot}[{idx}]"
+        elif e.kind == "cast":
+            a = self.expr(e.args[0], memo, body, acc)
+            code = f"(({ctype(e.dtype)})({a} != 0))" if e.dtype is dt.bool_ else \
+                f"(({ctype(e.dtype)}){a})"
+        else:
+            args = [self.expr(a, memo, body, acc) for a in e.args]
+            code = _op(e.value, e.dtype, args, e.args[0].dtype if e.args else None)
+        self.tmp += 1
+        name = f"t{self.tmp}"
+        body.append(f"const {ctype(e.dtype)} {name} = {code};")
+        memo[id(e)] = name
+        return name
+
+    # -- the function ---------------------------------------------------------------------------
+    def source(self) -> str:
+        k = self.k
+        head = [f"void ember_k{k.index}(void** buf) {{"]
+        for i, s in enumerate(self.slots):
+            ct = ctype(s.ln.dtype)
+            q = "" if s.is_out else "const "
+            head.append(f"    {q}{ct}* restrict p{i} = ({q}{ct}*)buf[{i}];")
+        if self.flat:
+            n = math.prod(self.F)
+            body = []
+            for m in k.members:
+                stmts: list[str] = []
+                v = self.expr(m.expr, {}, stmts)
+                body.append("    #pragma omp simd")
+                body.append(f"    for (int64_t j = 0; j < {n}; j++) {{")
+                body += ["        " + s for s in stmts]
+                body.append(f"        p{self.slot_of[id(m)]}[j] = ({ctype(m.dtype)}){v};")
+                body.append("    }")
+            return "\n".join(head + body + ["}"]) + "\n"
+        self.row_decl: list[str] = []
+        passes: list[str] = []
+        for m in k.members:
+            passes += self._pass(m)
+        decode = [f"    for (int64_t r = 0; r < {self.R}; r++) {{", "        int64_t q = r;"]
+        for d in range(self.nd - 2, -1, -1):
+            decode.append(f"        const int64_t i{d} = q % {self.F[d]}; q /= {self.F[d]};")
+        decode.append("        (void)q;")
+        return "\n".join(head + decode + self.row_decl + passes + ["    }", "}"]) + "\n"
+
+    def _pass(self, m: LNode) -> list[str]:
+        stmts: list[str] = []
+        out = []
+        ct = ctype(m.dtype)
+        if m.kind == "red":
+            v = self.expr(m.expr, {}, stmts)
+            accd = "double" if m.rkind == "sum" else ct
+            if m.rkind == "sum":
+                init, upd, pragma = "0.0", f"acc += {v};", "#pragma omp simd reduction(+:acc)"
+            else:
+                init = "-INFINITY" if m.rkind == "amax" else "INFINITY"
+                cmpop = ">" if m.rkind == "amax" else "<"
+                upd = f"acc = ({v} != {v} || {v} {cmpop} acc) ? {v} : acc;"
+                pragma = ""
+            out.append(f"        {ct} r{m.index};")
+            out.append("        {")
+            out.append(f"            {accd} acc = {init};")
+            if pragma:
+                out.append(f"            {pragma}")
+            out.append(f"            for (int64_t j = 0; j < {self.L}; j++) {{")
+            out += ["                " + s for s in stmts] + [f"                {upd}",
+                                                              "            }"]
+            if m.scale is not None:
+                post: list[str] = []
+                pv = self.expr(m.scale, {}, post, acc="acc")
+                out += ["            " + s for s in post]
+                out.append(f"            r{m.index} = ({ct}){pv};")
+            else:
+                out.append(f"            r{m.index} = ({ct})acc;")
+            if m.stored:
+                out.append(f"            p{self.slot_of[id(m)]}[r] = r{m.index};")
+            out.append("        }")
+            return out
+        v = self.expr(m.expr, {}, stmts)
+        out.append("        #pragma omp simd")
+        out.append(f"        for (int64_t j = 0; j < {self.L}; j++) {{")
+        out += ["            " + s for s in stmts]
+        out.append(f"            p{self.slot_of[id(m)]}[r * {self.L} + j] = ({ct}){v};")
+        out.append("        }")
+        return out
+
+
+def generate_c(kernels: list[Kernel], vector_math: bool) -> tuple[str, list[list[Slot]]]:
+    """The translation unit for ``kernels`` and each kernel's pointer slots."""
+    parts = [f"/* ember generated kernels (codegen v{CODEGEN_VERSION}) */\n", PRELUDE]
+    if vector_math:
+        parts.append(vector_decls())
+    slots = []
+    for k in kernels:
+        g = _KernelGen(k)
+        parts.append(g.source())
+        slots.append(g.slots)
+    return "\n".join(parts), slots

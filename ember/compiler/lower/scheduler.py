@@ -1,0 +1,105 @@
+"""Fusion: which pointwise values are inlined, and how realised values group into kernels.
+
+Rules (compiler-design.md 7.3): a pointwise value is inlined into its readers when every
+reader iterates its exact shape and it is read once or is cheap; reductions read their
+producers inline; a kernel iterates one shape ``F`` as rows of its last dimension, so
+reductions over that dimension and the pointwise values after them (softmax, layer norm)
+share one kernel with several passes per row. Kernels never cross a node left to NumPy.
+"""
+
+from __future__ import annotations
+
+from ember.compiler.lower.ir import LNode
+
+__all__ = ["Kernel", "schedule", "realized_reads"]
+
+_CHEAP = 4
+
+
+class Kernel:
+    """Realised LNodes computed by one generated C function, iterating ``shape``."""
+
+    def __init__(self, index: int, shape):
+        self.index, self.shape = index, tuple(shape)
+        self.members: list[LNode] = []
+
+    @property
+    def rows_shape(self):
+        return self.shape[:-1] + (1,) if self.shape else ()
+
+    def __repr__(self):
+        return f"Kernel{self.index}({self.shape}, {self.members})"
+
+
+def realized_reads(ln: LNode) -> list[LNode]:
+    """The realised (or buffer/view) LNodes that ``ln``'s expression reads, through inlined
+    pointwise producers."""
+    out, seen = [], set()
+
+    def walk(e):
+        for src in e.loads():
+            if id(src) in seen:
+                continue
+            seen.add(id(src))
+            if src.kind == "pw" and not src.realized:
+                walk(src.expr)
+            else:
+                out.append(src)
+
+    walk(ln.expr)
+    return out
+
+
+def schedule(nodes: list[LNode], barriers: set[int]) -> list[Kernel]:
+    """Decide inlining, group realised nodes into kernels, mark stored ones.
+
+    ``barriers``: indices of buffer LNodes made by nodes left to NumPy (a kernel never spans
+    one, so its inputs exist when it runs and its outputs exist for the nodes after it).
+    """
+    for ln in reversed(nodes):
+        if ln.kind != "pw":
+            continue
+        inline = not ln.external and ln.users and all(
+            u.kind in ("pw", "red") and u.iter_shape == ln.shape for u in ln.users)
+        if inline and len(ln.users) > 1 and ln.expr.count() > _CHEAP:
+            inline = False
+        ln.realized = not inline
+    kernels: list[Kernel] = []
+    cur: Kernel | None = None
+    for ln in nodes:
+        if ln.kind == "buffer":
+            if ln.index in barriers:
+                cur = None
+            continue
+        if ln.kind not in ("pw", "red") or not ln.realized:
+            continue
+        shape = ln.iter_shape
+        if cur is not None and cur.shape == shape and _joinable(cur, ln):
+            cur.members.append(ln)
+            ln.kernel = cur
+            continue
+        cur = Kernel(len(kernels), shape)
+        kernels.append(cur)
+        cur.members.append(ln)
+        ln.kernel = cur
+    # storage: graph-visible values, values read by other kernels, pointwise read in-kernel
+    for k in kernels:
+        for ln in k.members:
+            if ln.external or ln.kind == "pw":
+                ln.stored = True
+            for src in realized_reads(ln):
+                if src.kind in ("pw", "red") and src.kernel is not k:
+                    src.stored = True
+    return kernels
+
+
+def _joinable(k: Kernel, ln: LNode) -> bool:
+    rows = k.rows_shape
+    for src in realized_reads(ln):
+        if src.kernel is not k:
+            continue
+        if src.kind == "red" and src.shape != rows:
+            return False
+        if src.kind == "pw" and src.shape != k.shape:
+            return False
+    return True
