@@ -208,7 +208,13 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
 
 @tensor_method("resize_as_")
 def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor:
-    """``self.resize_(the_template.shape)``."""
+    """``self.resize_(the_template.shape)``.
+
+    Example:
+        >>> x = ember.zeros(2)
+        >>> ember.resize_as_(x, ember.zeros(2, 3)).shape
+        ember.Size([2, 3])
+    """
     if not isinstance(the_template, Tensor):
         raise TypeError(f"resize_as_(): argument 'the_template' (position 1) must be Tensor, "
                         f"not {type(the_template).__name__}")
@@ -356,60 +362,110 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
 # behaves for real tensors.
 @tensor_method("is_conj")
 def is_conj(input: Tensor) -> bool:
-    """False: a real tensor never carries a lazy conjugation bit."""
+    """False: a real tensor never carries a lazy conjugation bit.
+
+    Example:
+        >>> ember.is_conj(ember.ones(1))
+        False
+    """
     _require("is_conj", input)
     return False
 
 
 @tensor_method("is_neg")
 def is_neg(input: Tensor) -> bool:
-    """False: ember has no lazy negation bit."""
+    """False: ember has no lazy negation bit.
+
+    Example:
+        >>> ember.is_neg(-ember.ones(1))
+        False
+    """
     _require("is_neg", input)
     return False
 
 
 def is_complex(input: Tensor) -> bool:
-    """False: ember has no complex dtypes (``torch.is_complex``)."""
+    """False: ember has no complex dtypes (``torch.is_complex``).
+
+    Example:
+        >>> ember.is_complex(ember.ones(1))
+        False
+    """
     _require("is_complex", input)
     return False
 
 
 def is_signed(input: Tensor) -> bool:
-    """Whether ``input``'s dtype is signed (``torch.is_signed``)."""
+    """Whether ``input``'s dtype is signed (``torch.is_signed``).
+
+    Example:
+        >>> ember.is_signed(ember.tensor([1])), ember.is_signed(ember.zeros(1, dtype=ember.uint8))
+        (True, False)
+    """
     _require("is_signed", input)
     return input.is_signed()
 
 
 def is_inference(input: Tensor) -> bool:
-    """Whether ``input`` was made in inference mode (``torch.is_inference``)."""
+    """Whether ``input`` was made in inference mode (``torch.is_inference``).
+
+    Example:
+        >>> with ember.inference_mode():
+        ...     x = ember.ones(1)
+        >>> ember.is_inference(x), ember.is_inference(ember.ones(1))
+        (True, False)
+    """
     _require("is_inference", input)
     return input.is_inference()
 
 
 @composite("resolve_conj(Tensor(a) self) -> Tensor(a)")
 def resolve_conj(input: Tensor) -> Tensor:
-    """``input`` itself (no conjugation bit to materialise)."""
+    """``input`` itself (no conjugation bit to materialise).
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> ember.resolve_conj(x).equal(x)
+        True
+    """
     _require("resolve_conj", input)
     return input
 
 
 @composite("resolve_neg(Tensor(a) self) -> Tensor(a)")
 def resolve_neg(input: Tensor) -> Tensor:
-    """``input`` itself (no negation bit to materialise)."""
+    """``input`` itself (no negation bit to materialise).
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> ember.resolve_neg(x).equal(x)
+        True
+    """
     _require("resolve_neg", input)
     return input
 
 
 @composite("conj(Tensor(a) self) -> Tensor(a)")
 def conj(input: Tensor) -> Tensor:
-    """The complex conjugate: ``input`` itself for a real tensor, as torch."""
+    """The complex conjugate: ``input`` itself for a real tensor, as torch.
+
+    Example:
+        >>> x = ember.tensor([1.0, -2.0])
+        >>> ember.conj(x) is x
+        True
+    """
     _require("conj", input)
     return input
 
 
 @composite("conj_physical(Tensor self) -> Tensor")
 def conj_physical(input: Tensor) -> Tensor:
-    """The complex conjugate computed eagerly: ``input`` itself for a real tensor, as torch."""
+    """The complex conjugate computed eagerly: ``input`` itself for a real tensor, as torch.
+
+    Example:
+        >>> ember.conj_physical(ember.tensor([1.0, -2.0]))
+        tensor([ 1., -2.])
+    """
     _require("conj_physical", input)
     return input
 
@@ -422,14 +478,25 @@ def conj_physical_(input: Tensor) -> Tensor:
 
 @composite("real(Tensor(a) self) -> Tensor(a)", method=False)
 def real(input: Tensor) -> Tensor:
-    """The real part: ``input`` itself for a real tensor, as torch."""
+    """The real part: ``input`` itself for a real tensor, as torch.
+
+    Example:
+        >>> x = ember.tensor([1.0, -2.0])
+        >>> ember.real(x).equal(x)
+        True
+    """
     _require("real", input)
     return input
 
 
 @composite("isreal(Tensor self) -> Tensor")
 def isreal(input: Tensor) -> Tensor:
-    """All True (bool): every element of a real tensor is real."""
+    """All True (bool): every element of a real tensor is real.
+
+    Example:
+        >>> ember.isreal(ember.tensor([1.0, float("nan")]))
+        tensor([True, True])
+    """
     _require("isreal", input)
     from ember.ops.creation import ones_like
     return ones_like(input, dtype=dt.bool_)
@@ -440,6 +507,10 @@ def angle(input: Tensor, *, out=None) -> Tensor:
     """The argument of each element: pi for negative reals, 0 otherwise, NaN for NaN.
 
     Integers promote to the default float dtype; the gradient is zero, as torch's for reals.
+
+    Example:
+        >>> ember.angle(ember.tensor([-2.0, 0.0, 3.0]))
+        tensor([3.1416, 0.0000, 0.0000])
     """
     _require("angle", input)
     from ember.ops.pointwise import where
@@ -453,7 +524,14 @@ def angle(input: Tensor, *, out=None) -> Tensor:
 # -- small Tensor methods ---------------------------------------------------------------------
 @tensor_method("as_strided_")
 def as_strided_(self: Tensor, size, stride, storage_offset=None) -> Tensor:
-    """In-place :func:`as_strided` (NOTE [In-place views])."""
+    """In-place :func:`as_strided` (NOTE [In-place views]).
+
+    Example:
+        >>> x = ember.arange(6)
+        >>> ember.as_strided_(x, (2, 2), (1, 2)) is x, x
+        (True, tensor([[0, 2],
+                [1, 3]]))
+    """
     from ember.ops.views import alias, as_strided
     # as_strided's backward reads its saved input's geometry: give it an alias that keeps
     # the old geometry while ``self`` takes the new one
@@ -584,7 +662,12 @@ Tensor.output_nr = property(lambda self: self._output_nr, doc="Index among its n
 
 # -- top-level helpers ------------------------------------------------------------------------
 def typename(obj) -> str:
-    """torch's type name of a tensor (``'torch.FloatTensor'``), else the Python type's name."""
+    """torch's type name of a tensor (``'torch.FloatTensor'``), else the Python type's name.
+
+    Example:
+        >>> ember.typename(ember.ones(1)), ember.typename(ember.tensor([1])), ember.typename(3)
+        ('torch.FloatTensor', 'torch.LongTensor', 'int')
+    """
     if isinstance(obj, Tensor):
         return obj.type()
     module = type(obj).__module__
@@ -593,7 +676,12 @@ def typename(obj) -> str:
 
 
 def get_device(input: Tensor) -> int:
-    """The device index of ``input``: -1 on the CPU."""
+    """The device index of ``input``: -1 on the CPU.
+
+    Example:
+        >>> ember.get_device(ember.ones(1))
+        -1
+    """
     _require("get_device", input)
     return input.get_device()
 
@@ -603,6 +691,10 @@ def unravel_index(indices, shape) -> tuple:
 
     Raises:
         TypeError: ``indices`` is not an integer tensor.
+
+    Example:
+        >>> ember.unravel_index(ember.tensor([4, 5]), (2, 3))
+        (tensor([1, 1]), tensor([1, 2]))
     """
     from ember.ops.creation import tensor
     if not isinstance(indices, Tensor):
@@ -633,34 +725,72 @@ __all__ += ["is_conj", "is_neg", "is_complex", "is_signed", "is_inference", "res
 # -- top-level forms of Tensor methods ------------------------------------------------------
 # (``as_strided_`` and ``resize_as_`` above serve both as methods and as functions)
 def fill(input: Tensor, value) -> Tensor:
-    """A new tensor like ``input`` filled with ``value`` (differentiable in a 0-d ``value``)."""
+    """A new tensor like ``input`` filled with ``value`` (differentiable in a 0-d ``value``).
+
+    Example:
+        >>> ember.fill(ember.zeros(2, 2), 0.5)
+        tensor([[0.5000, 0.5000],
+                [0.5000, 0.5000]])
+    """
     _require("fill", input)
     return input.clone().fill_(value)
 
 
 def fill_(input: Tensor, value) -> Tensor:
-    """``input.fill_(value)``."""
+    """``input.fill_(value)``.
+
+    Example:
+        >>> x = ember.zeros(3)
+        >>> ember.fill_(x, 7) is x, x
+        (True, tensor([7., 7., 7.]))
+    """
     return input.fill_(value)
 
 
 def zero_(input: Tensor) -> Tensor:
-    """``input.zero_()``."""
+    """``input.zero_()``.
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> ember.zero_(x) is x, x
+        (True, tensor([0., 0.]))
+    """
     return input.zero_()
 
 
 def detach_(input: Tensor) -> Tensor:
-    """``input.detach_()``."""
+    """``input.detach_()``.
+
+    Example:
+        >>> y = ember.ones(2, requires_grad=True) * 2
+        >>> ember.detach_(y) is y, y.requires_grad
+        (True, False)
+    """
     return input.detach_()
 
 
 def addmv_(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
-    """``input.addmv_(mat, vec, beta=beta, alpha=alpha)``."""
+    """``input.addmv_(mat, vec, beta=beta, alpha=alpha)``.
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> ember.addmv_(x, ember.ones(2, 3), ember.ones(3), alpha=2) is x, x
+        (True, tensor([7., 7.]))
+    """
     return input.addmv_(mat, vec, beta=beta, alpha=alpha)
 
 
 def range(start, end, step=1, *, dtype=None, device=None,  # noqa: A001
           requires_grad: bool = False) -> Tensor:
-    """torch's deprecated ``range``: like ``arange`` but ``end`` is included (warns)."""
+    """torch's deprecated ``range``: like ``arange`` but ``end`` is included (warns).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     print(ember.range(1, 4))  # the end is included
+        tensor([1., 2., 3., 4.])
+    """
     import warnings
 
     from ember.ops.creation import arange
@@ -682,17 +812,36 @@ _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
-    """Record the deterministic-algorithms switch (ember's kernels are always deterministic)."""
+    """Record the deterministic-algorithms switch (ember's kernels are always deterministic).
+
+    Example:
+        >>> ember.use_deterministic_algorithms(True)
+        >>> ember.are_deterministic_algorithms_enabled()
+        True
+        >>> ember.use_deterministic_algorithms(False)
+    """
     _SWITCHES["deterministic"], _SWITCHES["warn_only"] = bool(mode), bool(warn_only)
 
 
 def are_deterministic_algorithms_enabled() -> bool:
-    """Whether :func:`use_deterministic_algorithms` was turned on."""
+    """Whether :func:`use_deterministic_algorithms` was turned on.
+
+    Example:
+        >>> ember.are_deterministic_algorithms_enabled()
+        False
+    """
     return _SWITCHES["deterministic"]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
-    """Whether deterministic mode only warns."""
+    """Whether deterministic mode only warns.
+
+    Example:
+        >>> ember.use_deterministic_algorithms(True, warn_only=True)
+        >>> ember.is_deterministic_algorithms_warn_only_enabled()
+        True
+        >>> ember.use_deterministic_algorithms(False)
+    """
     return _SWITCHES["warn_only"]
 
 
@@ -701,6 +850,12 @@ def set_deterministic_debug_mode(debug_mode) -> None:
 
     Raises:
         RuntimeError: an unknown mode.
+
+    Example:
+        >>> ember.set_deterministic_debug_mode("error")
+        >>> ember.are_deterministic_algorithms_enabled()
+        True
+        >>> ember.set_deterministic_debug_mode("default")
     """
     if isinstance(debug_mode, str):
         if debug_mode not in _DEBUG_MODES:
@@ -714,19 +869,38 @@ def set_deterministic_debug_mode(debug_mode) -> None:
 
 
 def get_deterministic_debug_mode() -> int:
-    """0, 1 or 2, as set by :func:`set_deterministic_debug_mode`."""
+    """0, 1 or 2, as set by :func:`set_deterministic_debug_mode`.
+
+    Example:
+        >>> ember.set_deterministic_debug_mode("warn")
+        >>> ember.get_deterministic_debug_mode()
+        1
+        >>> ember.set_deterministic_debug_mode(0)
+    """
     if not _SWITCHES["deterministic"]:
         return 0
     return 1 if _SWITCHES["warn_only"] else 2
 
 
 def set_warn_always(b: bool) -> None:
-    """Record whether warnings that torch issues once should repeat."""
+    """Record whether warnings that torch issues once should repeat.
+
+    Example:
+        >>> ember.set_warn_always(True)
+        >>> ember.is_warn_always_enabled()
+        True
+        >>> ember.set_warn_always(False)
+    """
     _SWITCHES["warn_always"] = bool(b)
 
 
 def is_warn_always_enabled() -> bool:
-    """Whether :func:`set_warn_always` is on."""
+    """Whether :func:`set_warn_always` is on.
+
+    Example:
+        >>> ember.is_warn_always_enabled()
+        False
+    """
     return _SWITCHES["warn_always"]
 
 
@@ -734,6 +908,12 @@ def set_float32_matmul_precision(precision: str) -> None:
     """Record ``'highest'``, ``'high'`` or ``'medium'`` (ember always computes in float32).
 
     Other values warn and change nothing, as torch.
+
+    Example:
+        >>> ember.set_float32_matmul_precision("high")
+        >>> ember.get_float32_matmul_precision()
+        'high'
+        >>> ember.set_float32_matmul_precision("highest")
     """
     import warnings
     if precision not in ("highest", "high", "medium"):
@@ -745,29 +925,57 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 
 def get_float32_matmul_precision() -> str:
-    """The value last set by :func:`set_float32_matmul_precision` (``'highest'``)."""
+    """The value last set by :func:`set_float32_matmul_precision` (``'highest'``).
+
+    Example:
+        >>> ember.get_float32_matmul_precision()
+        'highest'
+    """
     return _SWITCHES["matmul_precision"]
 
 
 def set_flush_denormal(mode: bool) -> bool:
-    """Whether flushing denormals could be set: False, NumPy gives no control over it."""
+    """Whether flushing denormals could be set: False, NumPy gives no control over it.
+
+    Example:
+        >>> ember.set_flush_denormal(True)  # not supported: NumPy gives no control over it
+        False
+    """
     return False
 
 
 def is_anomaly_enabled() -> bool:
-    """Whether autograd's anomaly detection is on."""
+    """Whether autograd's anomaly detection is on.
+
+    Example:
+        >>> ember.is_anomaly_enabled()
+        False
+    """
     from ember.autograd import anomaly
     return anomaly.is_anomaly_enabled()
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    """Whether anomaly detection also checks backward outputs for NaN."""
+    """Whether anomaly detection also checks backward outputs for NaN.
+
+    Example:
+        >>> with ember.autograd.detect_anomaly(check_nan=False):
+        ...     print(ember.is_anomaly_enabled(), ember.is_anomaly_check_nan_enabled())
+        True False
+    """
     from ember.autograd import anomaly
     return anomaly.is_anomaly_check_nan_enabled()
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
-    """Turn autograd's anomaly detection on or off for this thread."""
+    """Turn autograd's anomaly detection on or off for this thread.
+
+    Example:
+        >>> ember.set_anomaly_enabled(True)
+        >>> ember.is_anomaly_enabled()
+        True
+        >>> ember.set_anomaly_enabled(False)
+    """
     from ember.autograd import anomaly
     anomaly._state.enabled, anomaly._state.check_nan = bool(enabled), bool(check_nan)
 
@@ -842,6 +1050,15 @@ def set_default_tensor_type(t) -> None:
 
     Raises:
         TypeError: the type is not a floating type.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     ember.set_default_tensor_type(ember.DoubleTensor)
+        >>> ember.get_default_dtype(), ember.tensor([1.5]).dtype
+        (ember.float64, ember.float64)
+        >>> ember.set_default_dtype(ember.float32)
     """
     import warnings
 
