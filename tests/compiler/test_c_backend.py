@@ -1,0 +1,237 @@
+"""The ``c`` backend: fused kernels equal the NumPy backend and eager ember; kernel counts;
+the disk cache across processes; fallback without gcc; corrupt cache entries rebuilt."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+import ember.nn.functional as F
+from ember.compiler import cc, make_fx
+from ember.compiler.backends import compile_graph
+from ember.testing import assert_close
+
+pytestmark = pytest.mark.skipif(cc.compiler() is None, reason="needs gcc")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache_dir(tmp_path_factory):
+    old = os.environ.get("EMBER_CACHE_DIR")
+    path = str(tmp_path_factory.mktemp("ember_cache"))
+    os.environ["EMBER_CACHE_DIR"] = path
+    yield path
+    if old is None:
+        os.environ.pop("EMBER_CACHE_DIR", None)
+    else:
+        os.environ["EMBER_CACHE_DIR"] = old
+
+
+def _compile(fn, *args, backend="c"):
+    gm = make_fx(fn)(*args)
+    return compile_graph(gm.graph, list(args), backend)
+
+
+def _check(fn, *args, rtol=None, atol=None):
+    """C backend == eager == NumPy backend; returns the compiled callable."""
+    c = _compile(fn, *args)
+    got = c(*args)
+    want = fn(*args)
+    ref = _compile(fn, *args, backend="numpy")(*args)
+    if not isinstance(want, tuple):
+        got, want, ref = (got,), (want,), (ref,)
+    for g, w, r in zip(got, want, ref, strict=True):
+        assert type(g) is ember.Tensor
+        assert g.dtype is w.dtype and tuple(g.shape) == tuple(w.shape)
+        assert_close(g, w, rtol=rtol, atol=atol, equal_nan=True)
+        assert_close(g, r, rtol=rtol, atol=atol, equal_nan=True)
+    return c
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + (math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)).tanh())
+
+
+# -- kernel counts ------------------------------------------------------------------------------
+def test_add_relu_mul_is_one_kernel():
+    x, y = ember.randn(8, 16), ember.randn(8, 16)
+    assert _check(lambda a, b: (a + b).relu() * 2, x, y).kernels == 1
+
+
+def test_gelu_chain_is_one_kernel():
+    x = ember.randn(64, 33)
+    assert _check(gelu_tanh, x).kernels == 1
+    assert _check(lambda a: F.gelu(a, approximate="tanh"), x).kernels == 1
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_softmax_layer_norm_at_most_two_kernels(dtype):
+    x = ember.randn(6, 7, 19, dtype=dtype) * 3
+    assert _check(lambda a: F.softmax(a, -1), x).kernels <= 2
+    assert _check(lambda a: F.log_softmax(a, dim=-1), x).kernels <= 2
+    w, b = ember.randn(19, dtype=dtype), ember.randn(19, dtype=dtype)
+    assert _check(lambda a, w, b: F.layer_norm(a, (19,), w, b), x, w, b).kernels <= 2
+
+
+def test_reductions_and_strided_inputs():
+    x = ember.randn(5, 9, dtype=ember.float64)
+    y = ember.randn(9, 5, dtype=ember.float64)
+    c = _check(lambda a, b: ((a * 2).exp().sum(-1), a.amax(-1, keepdim=True), (a + b.t()).mean(-1),
+                             a.amin(-1)), x, y)
+    assert c.kernels >= 1
+    # transposed, sliced and broadcast inputs read through strides
+    _check(lambda a, b: (a.t()[1:] * 2).tanh() + b[1:, :1], x, y)
+    _check(lambda a, b: F.softmax(a.t(), -1) * b, x, y)
+
+
+def test_nan_inf_semantics():
+    x = ember.tensor([[float("nan"), 1.0, -2.0, float("inf")], [0.5, float("-inf"), 3.0, 2.0]])
+    y = ember.tensor([[0.0, float("nan"), 1.0, -1.0], [1.0, 2.0, float("nan"), 5.0]])
+    _check(lambda a, b: (ember.maximum(a, b), ember.minimum(a, b), a.relu(), a.clamp(-1, 1)),
+           x, y)
+    _check(lambda a: (a.amax(-1), a.amin(-1), a.sum(-1), F.softmax(a, -1)), x)
+    _check(lambda a, b: (ember.where(a > b, a, b), (a == b), a.sigmoid() / b), x, y)
+
+
+def test_input_strides_differ_at_call_time():
+    x = ember.randn(6, 6)
+    c = _compile(lambda a: (a * 3).exp(), x)
+    xt = ember.randn(6, 6).t()
+    assert_close(c(xt)[0] if isinstance(c(xt), tuple) else c(xt), (xt * 3).exp())
+
+
+def test_extern_matmul_between_kernels():
+    x, w, b = ember.randn(4, 8), ember.randn(8, 5), ember.randn(5)
+    c = _check(lambda a, w, b: F.softmax((a.relu() @ w + b).tanh(), -1), x, w, b,
+               rtol=1e-5, atol=1e-6)
+    assert c.kernels == 2
+
+
+# -- differential, property-based ----------------------------------------------------------------
+_UN = [lambda a: a.exp(), lambda a: a.tanh(), lambda a: a.sigmoid(), lambda a: a.relu(),
+       lambda a: -a, lambda a: a.abs(), lambda a: (a.abs() + 1).log(), lambda a: a * a,
+       lambda a: (a.abs() + 0.5).sqrt(), lambda a: F.gelu(a), lambda a: a.clamp(-0.5, 0.5)]
+_BIN = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
+        lambda a, b: a / (b.abs() + 1), lambda a, b: ember.maximum(a, b),
+        lambda a, b: ember.minimum(a, b), lambda a, b: ember.where(a > b, a, b)]
+
+
+@st.composite
+def _program(draw):
+    n = draw(st.integers(2, 6))
+    steps = [(draw(st.booleans()), draw(st.integers(0, 50)), draw(st.integers(0, 50)))
+             for _ in range(n)]
+    return steps
+
+
+def _run_program(steps, x, y):
+    vals = [x, y]
+    for binary, i, j in steps:
+        if binary:
+            vals.append(_BIN[i % len(_BIN)](vals[i % len(vals)], vals[j % len(vals)]))
+        else:
+            vals.append(_UN[i % len(_UN)](vals[j % len(vals)]))
+    return vals[-1], vals[-2]
+
+
+@settings(max_examples=12, deadline=None)
+@given(steps=_program(), rows=st.integers(1, 5), cols=st.integers(1, 9),
+       layout=st.sampled_from(["plain", "bcast", "transposed", "sliced"]),
+       dtype=st.sampled_from(["float32", "float64"]), special=st.booleans())
+def test_random_pointwise_programs(steps, rows, cols, layout, dtype, special):
+    d = getattr(ember, dtype)
+    x = ember.randn(rows, cols, dtype=d)
+    if special:
+        x[0, 0] = float("nan")
+        x[-1, -1] = float("inf")
+    if layout == "plain":
+        y = ember.randn(rows, cols, dtype=d)
+    elif layout == "bcast":
+        y = ember.randn(cols, dtype=d)
+    elif layout == "transposed":
+        y = ember.randn(cols, rows, dtype=d).t()
+    else:
+        y = ember.randn(rows, cols * 2, dtype=d)[:, ::2]
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
+    _check(lambda a, b: _run_program(steps, a, b), x, y, **tol)
+
+
+# -- cache, fallback, corrupt entries (subprocesses) ----------------------------------------------
+_SCRIPT = textwrap.dedent("""
+    import math, warnings
+    warnings.simplefilter("always")
+    import ember
+    from ember.compiler import cc, make_fx
+    from ember.compiler.backends import compile_graph
+    def f(x):
+        return 0.5 * x * (1.0 + (0.7978845608 * (x + 0.044715 * x ** 3)).tanh()) + 1.25
+    def g(x):
+        return (x * 3).exp().sum(-1)
+    x = ember.arange(12, dtype=ember.float32).reshape(3, 4) / 7
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        outs = []
+        for fn in (f, g):
+            gm = make_fx(fn)(x)
+            c = compile_graph(gm.graph, [x], "c")
+            out = c(x)
+            out = out[0] if isinstance(out, tuple) else out
+            ember.testing.assert_close(out, fn(x))
+    n = sum(issubclass(i.category, RuntimeWarning) and "NumPy backend" in str(i.message)
+            for i in w)
+    print("STATS", cc.stats["compiles"], cc.stats["disk_hits"], n)
+""")
+
+
+def _sub(cache, env_extra=None):
+    env = dict(os.environ, EMBER_CACHE_DIR=str(cache))
+    env.update(env_extra or {})
+    p = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True,
+                       timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                           os.path.abspath(__file__)))))
+    assert p.returncode == 0, p.stderr
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("STATS")][-1]
+    return tuple(int(v) for v in line.split()[1:])
+
+
+def test_second_process_hits_disk_cache_and_corrupt_entry_is_rebuilt(tmp_path):
+    compiles, hits, warned = _sub(tmp_path)
+    assert compiles == 2 and hits == 0 and warned == 0
+    compiles, hits, warned = _sub(tmp_path)
+    assert compiles == 0 and hits == 2 and warned == 0
+    libs = sorted(str(p) for p in tmp_path.rglob("*.so"))
+    assert len(libs) == 2
+    with open(libs[0], "r+b") as f:       # truncate one entry
+        f.truncate(100)
+    compiles, hits, warned = _sub(tmp_path)
+    assert compiles == 1 and hits == 1 and warned == 0
+
+
+def test_no_gcc_falls_back_with_one_warning(tmp_path):
+    compiles, hits, warned = _sub(tmp_path, {"PATH": "/nonexistent"})
+    assert compiles == 0 and hits == 0 and warned == 1
+
+
+def test_output_code_log(capsys):
+    from ember.compiler import logs
+
+    logs.set_logs("output_code")
+    try:
+        _compile(lambda a: (a + 1).relu(), ember.randn(3))
+    finally:
+        logs.set_logs()
+    assert "void ember_k0(void** buf)" in capsys.readouterr().err
+
+
+def test_cache_dir_default(monkeypatch):
+    monkeypatch.delenv("EMBER_CACHE_DIR", raising=False)
+    assert cc.cache_dir().endswith(os.path.join(".cache", "ember"))
+    assert np.isfinite(1.0)
