@@ -1039,7 +1039,12 @@ class tensortype(type):
 LEGACY_TENSOR_TYPES = {}
 for _d in dt.ALL_DTYPES:
     _name = f"{_d.scalar_name}Tensor"
-    LEGACY_TENSOR_TYPES[_name] = tensortype(_name, (), {"dtype": _d, "__module__": "ember"})
+    _doc = (f"torch's legacy ``{_name}``: ``isinstance`` accepts CPU {_d!r} tensors; calling "
+            f"it builds one.\n\nExample:\n    >>> ember.{_name}(2, 3).shape, "
+            f"ember.{_name}([1]).dtype\n    (ember.Size([2, 3]), {_d!r})\n"
+            f"    >>> isinstance(ember.zeros(1, dtype={_d!r}), ember.{_name})\n    True\n")
+    LEGACY_TENSOR_TYPES[_name] = tensortype(_name, (), {"dtype": _d, "__module__": "ember",
+                                                         "__doc__": _doc})
     globals()[_name] = LEGACY_TENSOR_TYPES[_name]
     __all__.append(_name)
 

@@ -182,9 +182,18 @@ class _LegacyStorageType(type):
         return f"<class 'ember.{cls.__name__}'>"
 
 
+def _legacy_storage_doc(d: dt.DType) -> str:
+    name = f"{d.scalar_name}Storage"
+    return (f"torch's legacy ``{name}``: a :class:`TypedStorage` of {d!r}.\n\n"
+            f"Example:\n    >>> s = ember.{name}(3)\n"
+            f"    >>> s.size(), s.dtype, isinstance(s, ember.{name})\n"
+            f"    (3, {d!r}, True)\n")
+
+
 LEGACY_STORAGE_TYPES = {
     f"{d.scalar_name}Storage": _LegacyStorageType(f"{d.scalar_name}Storage", (),
-                                                  {"dtype": d, "__module__": "ember"})
+                                                  {"dtype": d, "__module__": "ember",
+                                                   "__doc__": _legacy_storage_doc(d)})
     for d in dt.ALL_DTYPES}
 globals().update(LEGACY_STORAGE_TYPES)
 __all__ += list(LEGACY_STORAGE_TYPES)
