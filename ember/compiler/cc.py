@@ -25,8 +25,8 @@ stats = {"compiles": 0, "disk_hits": 0, "failures": 0}
 _warned: set = set()
 _loaded: dict[str, ctypes.CDLL] = {}
 
-FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fno-math-errno",
-         "-fno-trapping-math", "-ffp-contract=off", "-fopenmp-simd")
+FLAGS = ("-O3", "-march=native", "-mprefer-vector-width=512", "-fPIC", "-shared", "-std=gnu11",
+         "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fopenmp-simd")
 LIBS = ("-lm",)
 
 
@@ -100,10 +100,12 @@ def vector_math_ok() -> bool:
     return True
 
 
-def build(source: str, symbols: list[str]) -> ctypes.CDLL | None:
+def build(source: str, symbols: list[str], openmp: bool = False) -> ctypes.CDLL | None:
     """Compile (or load from the disk cache) ``source``; None (after one warning) on failure.
 
     ``symbols`` must resolve in the loaded library, otherwise the entry is rebuilt.
+    ``openmp`` adds ``-fopenmp`` (libgomp; its threads follow ``OMP_NUM_THREADS``, with a
+    passive wait policy unless ``OMP_WAIT_POLICY`` is set).
     """
     cc = compiler()
     if cc is None:
@@ -111,6 +113,9 @@ def build(source: str, symbols: list[str]) -> ctypes.CDLL | None:
                    "using the NumPy backend instead")
         return None
     libs = ("-lmvec", *LIBS) if vector_math_ok() else LIBS
+    if openmp:
+        libs = ("-fopenmp", *libs)
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     key_text = "\0".join([source, cc, *FLAGS, *libs, _compiler_id(cc), _cpu_id()])
     h = hashlib.sha256(key_text.encode()).hexdigest()
     if h in _loaded:

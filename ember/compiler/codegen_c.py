@@ -19,7 +19,8 @@ from ember.core import dtype as dt
 
 __all__ = ["generate_c", "ctype", "Slot", "PRELUDE"]
 
-CODEGEN_VERSION = 1
+CODEGEN_VERSION = 2
+PAR_THRESHOLD = 1 << 16     # elements: kernels this large get an OpenMP parallel loop
 
 _CT = {dt.float32: "float", dt.float64: "double", dt.bool_: "uint8_t"}
 
@@ -142,6 +143,7 @@ class _KernelGen:
             if ln.stored:
                 self._slot(ln, True)
         self.flat = self._flat_ok()
+        self.parallel = math.prod(self.F) >= PAR_THRESHOLD
 
     def _slot(self, ln, is_out):
         if id(ln) not in self.slot_of:
@@ -235,7 +237,8 @@ class _KernelGen:
             for m in k.members:
                 stmts: list[str] = []
                 v = self.expr(m.expr, {}, stmts)
-                body.append("    #pragma omp simd")
+                body.append("    #pragma omp parallel for simd schedule(static)" if self.parallel
+                            else "    #pragma omp simd")
                 body.append(f"    for (int64_t j = 0; j < {n}; j++) {{")
                 body += ["        " + s for s in stmts]
                 body.append(f"        p{self.slot_of[id(m)]}[j] = ({ctype(m.dtype)}){v};")
@@ -245,7 +248,9 @@ class _KernelGen:
         passes: list[str] = []
         for m in k.members:
             passes += self._pass(m)
-        decode = [f"    for (int64_t r = 0; r < {self.R}; r++) {{", "        int64_t q = r;"]
+        decode = ["    #pragma omp parallel for schedule(static)"] if self.parallel and \
+            self.R > 1 else []
+        decode += [f"    for (int64_t r = 0; r < {self.R}; r++) {{", "        int64_t q = r;"]
         for d in range(self.nd - 2, -1, -1):
             decode.append(f"        const int64_t i{d} = q % {self.F[d]}; q /= {self.F[d]};")
         decode.append("        (void)q;")
@@ -291,6 +296,11 @@ class _KernelGen:
         out.append(f"            p{self.slot_of[id(m)]}[r * {self.L} + j] = ({ct}){v};")
         out.append("        }")
         return out
+
+
+def needs_openmp(kernels: list[Kernel]) -> bool:
+    """Whether any kernel is large enough for an OpenMP parallel loop."""
+    return any(math.prod(k.shape) >= PAR_THRESHOLD for k in kernels)
 
 
 def generate_c(kernels: list[Kernel], vector_math: bool) -> tuple[str, list[list[Slot]]]:

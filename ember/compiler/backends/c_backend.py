@@ -13,6 +13,7 @@ fails, the backend warns once and returns the NumPy backend's function.
 from __future__ import annotations
 
 import ctypes
+import math
 import operator
 
 import numpy as np
@@ -20,12 +21,13 @@ import numpy as np
 from ember.compiler import cc, logs
 from ember.compiler.backends import numpy_backend as npb
 from ember.compiler.backends import register_backend
-from ember.compiler.codegen_c import generate_c
+from ember.compiler.codegen_c import generate_c, needs_openmp
 from ember.compiler.graph import GraphModule, Node, compile_source
 from ember.compiler.lower.decomp import Lowering
 from ember.compiler.lower.ir import LNode
 from ember.compiler.lower.scheduler import schedule
 from ember.tensor import Tensor
+from ember.tensor.tensor import empty_tensor, numpy_view
 
 __all__ = ["c_backend"]
 
@@ -117,27 +119,50 @@ class _CGen(npb._Gen):
         ins = [self._array(s.ln) for s in slots if not s.is_out]
         outs = [s.ln for s in slots if s.is_out]
         names = [f"_o{k.index}_{i}" for i in range(len(outs))]
-        lhs = ", ".join(names) + ("," if len(names) == 1 else "")
+        tnames = [f"_t{k.index}_{i}" for i in range(len(outs))]
+        lhs = ", ".join(names + tnames)
         self.emit(f"{lhs} = _k{k.index}({', '.join(ins)})")
-        for ln, name in zip(outs, names, strict=True):
+        for ln, name, tname in zip(outs, names, tnames, strict=True):
             self.ln_var[id(ln)] = name
             for gnode in self.gnodes_of.get(id(ln), ()):
                 self.arr[id(gnode)] = name
+                if _large(ln):
+                    self.ten[id(gnode)] = tname
         self.rendered += len(outs)
 
 
+_LARGE = 1 << 20     # bytes: outputs this large come from ember's caching allocator
+
+
+def _large(ln) -> bool:
+    return math.prod(ln.shape) * ln.dtype.itemsize >= _LARGE
+
+
 def _kernel_call(cfn, k, slots):
-    specs = [(tuple(s.ln.shape), np.dtype(s.ln.dtype.np)) for s in slots if s.is_out]
+    """``call(*input_arrays) -> (*output_arrays, *output_tensors)``; a tensor is None for
+    small outputs. NOTE [Large intermediates] in numpy_backend.py: fresh multi-megabyte arrays
+    page-fault on every call, so large outputs are blocks of ember's allocator, kept alive by
+    their tensor (the glue holds it and returns it)."""
+    specs = [(tuple(s.ln.shape), np.dtype(s.ln.dtype.np), s.ln.dtype, _large(s.ln))
+             for s in slots if s.is_out]
     n = len(slots)
     arr_t = ctypes.c_void_p * n
     empty = np.empty
-    numel = int(np.prod(k.shape)) if k.shape else 1
+    numel = math.prod(k.shape)
 
     def call(*ins):
-        outs = tuple(empty(s, d) for s, d in specs)
+        outs, tens = [], []
+        for shape, npd, d, large in specs:
+            if large:
+                t = empty_tensor(shape, d)
+                tens.append(t)
+                outs.append(numpy_view(t))
+            else:
+                tens.append(None)
+                outs.append(empty(shape, npd))
         if numel:
             cfn(arr_t(*[a.ctypes.data for a in ins], *[o.ctypes.data for o in outs]))
-        return outs
+        return (*outs, *tens)
 
     return call
 
@@ -170,7 +195,8 @@ def c_backend(gm: GraphModule, example_inputs):
                  "using the numpy backend")
         return fallback
     logs.log("graph_code", f"c backend kernels:\n{gen.c_source}")
-    lib = cc.build(gen.c_source, [f"ember_k{k.index}" for k in gen.kernels])
+    lib = cc.build(gen.c_source, [f"ember_k{k.index}" for k in gen.kernels],
+                   needs_openmp(gen.kernels))
     if lib is None:
         return fallback
     gen.bind(lib)

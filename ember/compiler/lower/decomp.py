@@ -209,7 +209,7 @@ def _binary(lw, node, b):
 @rule("pow")
 def _pow(lw, node, b):
     d = _out_float(node)
-    x, e = b["self"], b["exponent"]
+    x, e = b["self"], b.get("exponent", b.get("other"))
     if not isinstance(x, Node):
         return None
     ex = lw.ref(x, d)
