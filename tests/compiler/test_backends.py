@@ -187,3 +187,21 @@ def test_floating_errors_are_silent_like_eager(recwarn):
 
 def test_zero_size_and_zero_dim():
     _same(lambda a, b: (a * 2, b + 1, (b * a.sum())), ember.randn(0, 3), ember.tensor(2.0))
+
+
+def test_view_of_a_large_intermediate_outlives_the_call():
+    x = ember.randn(128, 256)  # intermediates above the allocator threshold
+    fn = _compiled(lambda a: ((a * 2).relu().t()[3:], a.sum()), x)
+    out, _ = fn(x)
+    junk = [fn(ember.randn(128, 256)) for _ in range(3)]  # reuse freed blocks
+    assert_close(out, (x * 2).relu().t()[3:])
+    del junk
+
+
+def test_mutation_through_a_view_of_an_intermediate_reaches_its_base():
+    def f(a):
+        b = a * 2
+        v = b.view(-1)
+        v.add_(1)
+        return b
+    _same(f, ember.randn(3, 4).t())

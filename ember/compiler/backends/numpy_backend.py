@@ -28,12 +28,14 @@ from ember.compiler.graph import (
     code_globals,
     compile_source,
 )
+from ember.compiler.meta import is_impure
 from ember.core import dtype as dt
 from ember.core.device import CPU
+from ember.core.layout import contiguous_strides
 from ember.dispatch import Operator, Tag
 from ember.memory.storage import Storage
 from ember.tensor import Tensor
-from ember.tensor.tensor import empty_tensor, from_numpy, make_tensor, numpy_view
+from ember.tensor.tensor import empty_tensor, from_numpy, make_tensor, numpy_view, user_array
 
 __all__ = ["numpy_backend", "generate", "RULES"]
 
@@ -128,11 +130,12 @@ class Steps:
     allocator when large, so big intermediates do not page-fault on every call).
     """
 
-    __slots__ = ("lines", "inplace_ok")
+    __slots__ = ("lines", "inplace_ok", "donor")
 
-    def __init__(self, lines: list[str], inplace_ok: bool = True):
+    def __init__(self, lines: list[str], inplace_ok: bool = True, donor=None):
         self.lines = lines
         self.inplace_ok = inplace_ok
+        self.donor = donor  # the one input whose buffer may be reused (None: any)
 
 
 _UNARY = {"neg": ["np.negative({x}, out={o})"], "exp": ["np.exp({x}, out={o})"],
@@ -223,7 +226,10 @@ def _where(g, node, b):
         return None
     if not (isinstance(c, Node) and c.val.dtype is dt.bool_):
         return None
-    return f"np.where({g.a(c)}, {g.a(x)}, {g.a(y)})"
+    if g.can_donate(x, node):
+        return Steps([f"np.copyto({{o}}, {g.a(y)}, where=np.logical_not({g.a(c)}))"], donor=x)
+    return Steps([f"np.copyto({{o}}, {g.a(y)})", f"np.copyto({{o}}, {g.a(x)}, where={g.a(c)})"],
+                 inplace_ok=False)
 
 
 @rule("masked_fill")
@@ -253,14 +259,14 @@ def _gelu(g, node, b):
     x = b["self"]
     if b.get("approximate") != "tanh" or not _same_float(node, x):
         return None
-    c = repr(math.sqrt(2.0 / math.pi))
+    c = math.sqrt(2.0 / math.pi)
     a = g.a(x)
-    # 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3)))
-    return Steps([f"np.multiply({a}, {a}, out={{o}})", f"np.multiply({{o}}, {a}, out={{o}})",
-                  "np.multiply({o}, 0.044715, out={o})", f"np.add({{o}}, {a}, out={{o}})",
-                  f"np.multiply({{o}}, {c}, out={{o}})", "np.tanh({o}, out={o})",
-                  "np.add({o}, 1.0, out={o})", f"np.multiply({{o}}, {a}, out={{o}})",
-                  "np.multiply({o}, 0.5, out={o})"], inplace_ok=False)
+    # 0.5 * x * (1 + tanh(u)) == x / (1 + exp(-2u)), u = c * x * (1 + 0.044715 * x**2)
+    return Steps([f"np.multiply({a}, {a}, out={{o}})",
+                  f"np.multiply({{o}}, {-2.0 * c * 0.044715!r}, out={{o}})",
+                  f"np.add({{o}}, {-2.0 * c!r}, out={{o}})", f"np.multiply({{o}}, {a}, out={{o}})",
+                  "np.exp({o}, out={o})", "np.add({o}, 1.0, out={o})",
+                  f"np.divide({a}, {{o}}, out={{o}})"], inplace_ok=False)
 
 
 # -- reductions ---------------------------------------------------------------------------------
@@ -313,7 +319,8 @@ def _layer_norm(g, node, b):
     shape = tuple(node.val[1].shape)
     rstd = f"_r{mean}"
     lines = [f"np.subtract({a}, {mean}, out={{o}})",
-             f"{rstd} = np.mean(np.square({{o}}), axis={axes!r}, keepdims=True)",
+             f"{rstd} = np.mean(np.square({{o}}, out={g.scratch(x.val)}), axis={axes!r}, "
+             f"keepdims=True)",
              f"np.add({rstd}, {float(eps)!r}, out={rstd})", f"np.sqrt({rstd}, out={rstd})",
              f"np.reciprocal({rstd}, out={rstd})", f"np.multiply({{o}}, {rstd}, out={{o}})"]
     if w is not None:
@@ -512,7 +519,18 @@ def _fill(g, node, b):
     if not _factory_ok(node, b):
         return None
     name = node.target.name.removesuffix("_like").removesuffix("_strided")
-    shape = tuple(node.val.shape)
+    shape, stride = tuple(node.val.shape), tuple(node.val.stride())
+    if name == "empty":
+        # a dense layout is a permutation of a contiguous one: allocate, then permute
+        perm = sorted(range(len(shape)), key=lambda d: -stride[d])
+        alloc = tuple(shape[d] for d in perm)
+        inv = tuple(perm.index(d) for d in range(len(shape)))
+        if tuple(contiguous_strides(alloc)[inv[d]] for d in range(len(shape))) != stride:
+            return None
+        base = g.scratch_shape(alloc, node.val)
+        return base if inv == tuple(range(len(shape))) else f"{base}.transpose({inv!r})"
+    if stride != contiguous_strides(shape):
+        return None  # NumPy's arrays would have another layout than eager's
     npd = g.np_dtype(node.val.dtype)
     if name == "full":
         v = b["fill_value"]
@@ -550,8 +568,24 @@ def _copy_(g, node, b):
     dst, src = b["self"], b["src"]
     if not g.owned(dst) or node.val.dtype in _HALF or src.val.dtype in _HALF:
         return None
+    if _only_copied_again(node, src):
+        return g.a(src)  # the next copy_ reads ``src`` itself: this copy is never seen
     g.emit(f"np.copyto({g.a(dst)}, {g.a(src)}, casting='unsafe')")
     return g.a(dst)
+
+
+def _only_copied_again(node: Node, src) -> bool:
+    """``copy_(fresh, src)`` whose only reader is another ``copy_`` taking it as source, with
+    nothing impure in between (``reshape`` of a transposed tensor copies twice this way)."""
+    if not isinstance(src, Node) or src.val.dtype is not node.val.dtype or len(node.users) != 1:
+        return False
+    user = node.users[0]
+    if user.op != "call" or user.target is not node.target or user.args[1] is not node or \
+            user.args[0] is node:
+        return False
+    nodes = node.graph.nodes
+    between = nodes[nodes.index(node) + 1:nodes.index(user)]
+    return not any(n.op == "call" and is_impure(n.target, n.kwargs) for n in between)
 
 
 # -- the generator ------------------------------------------------------------------------------
@@ -563,7 +597,7 @@ class _Gen:
         self.lines: list[str] = []
         self.globals: dict = code_globals(self.graph)[0]
         self.globals.update(np=np, _wrap=_wrap, _nv=numpy_view, _matmul=_matmul,
-                            _empty_t=empty_tensor)
+                            _empty_t=empty_tensor, _ua=user_array)
         self.arr: dict[int, str] = {}   # node -> NumPy expression name
         self.ten: dict[int, str] = {}   # node -> ember tensor expression name
         self.rendered = 0
@@ -571,6 +605,9 @@ class _Gen:
         self._tmp = 0
         self._must_alias = _alias_outputs(self.graph)
         self.fresh: set[int] = set()  # nodes whose buffers this function allocated
+        self._mutates = any(n.op == "call" and isinstance(n.target, Operator) and
+                            n.target._is_inplace and n.target.name != "copy_"
+                            for n in self.graph.nodes)
 
     # helpers used by rules
     def emit(self, line: str) -> None:
@@ -586,6 +623,19 @@ class _Gen:
         name = f"_np_{str(dtype).removeprefix('ember.')}"
         self.globals[name] = np.dtype(dtype.np)
         return name
+
+    def can_donate(self, x, node: Node) -> bool:
+        """Whether ``node`` may write its result into ``x``'s buffer."""
+        return isinstance(x, Node) and self._donor(node, node.val, x) is not None
+
+    def scratch(self, val) -> str:
+        """A temporary array shaped like ``val`` (from the caching allocator when large)."""
+        return self.scratch_shape(tuple(val.shape), val)
+
+    def scratch_shape(self, shape: tuple, val) -> str:
+        if math.prod(shape) * val.element_size() < _LARGE:
+            return f"np.empty({shape!r}, {self.np_dtype(val.dtype)})"
+        return f"_ua(_empty_t({shape!r}, {self.dtype_obj(val.dtype)}))"
 
     def dtype_obj(self, dtype) -> str:
         name = f"_dt_{str(dtype).removeprefix('ember.')}"
@@ -631,11 +681,11 @@ class _Gen:
 
     def owned(self, node: Node) -> bool:
         """Whether ``node``'s memory was allocated inside this graph (safe to write)."""
-        while node.op == "call" and isinstance(node.target, Operator) and (
-                Tag.view in node.target.tags or node.target.name in _MAY_ALIAS):
+        while node.op == "call" and isinstance(node.target, Operator) and \
+                Tag.view in node.target.tags:
             node = node.args[0]
         return node.op == "call" and isinstance(node.target, Operator) and \
-            node.target._is_factory and id(node) in self.arr
+            node.target._is_factory
 
     # the walk
     def run(self) -> str:
@@ -697,7 +747,7 @@ class _Gen:
     def _steps(self, node: Node, steps: Steps) -> None:
         name = f"a_{node.name}"
         val = node.val[0] if isinstance(node.val, tuple) else node.val
-        donor = self._donor(node, val) if steps.inplace_ok else None
+        donor = self._donor(node, val, steps.donor) if steps.inplace_ok else None
         if donor is not None:
             self.emit(f"{name} = {self.arr[id(donor)]}")
             if id(donor) in self.ten and not isinstance(node.val, tuple):
@@ -705,9 +755,11 @@ class _Gen:
         elif val.numel() * val.element_size() >= _LARGE:
             # NOTE [Large intermediates]: fresh multi-megabyte NumPy arrays are new mappings
             # that page-fault on every call; blocks from ember's caching allocator are reused.
+            # ``user_array`` ties the block's life to the array (and so to every NumPy view
+            # of it and every tensor wrapped around one), not to the ember tensor.
             tname = f"t_{node.name}"
             self.emit(f"{tname} = _empty_t({tuple(val.shape)!r}, {self.dtype_obj(val.dtype)})")
-            self.emit(f"{name} = _nv({tname})")
+            self.emit(f"{name} = _ua({tname})")
             if not isinstance(node.val, tuple):
                 self.ten[id(node)] = tname
         else:
@@ -717,9 +769,9 @@ class _Gen:
         self.arr[id(node)] = name
         self.fresh.add(id(node))
 
-    def _donor(self, node: Node, val):
+    def _donor(self, node: Node, val, only=None):
         """A dead input whose buffer ``node`` may overwrite (same shape and dtype, owned)."""
-        for x in node.input_nodes():
+        for x in node.input_nodes() if only is None else [only]:
             if id(x) in self.fresh and len(x.users) == 1 and isinstance(x.val, Tensor) and \
                     x.val.shape == val.shape and x.val.dtype is val.dtype:
                 return x
@@ -730,6 +782,11 @@ class _Gen:
             return False
         t = node.target
         if t._is_inplace and t.name != "copy_":
+            return False
+        if self._mutates and (Tag.view in t.tags or t.name in _MAY_ALIAS or
+                              t.name in ("split", "split_with_sizes")):
+            # a NumPy reshape may copy where eager made a view: with mutations in the graph,
+            # views stay ember views so writes through them reach their base
             return False
         if Tag.random in t.tags:
             return False
