@@ -11,6 +11,7 @@ that requires grad refuses, like every in-place op; the version counter is bumpe
 
 from __future__ import annotations
 
+import builtins  # ``range`` below is torch's deprecated range
 import math
 
 from ember.autograd.grad_mode import is_grad_enabled
@@ -568,7 +569,7 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
     if wrap and self.dim() == 2 and self._shape[0] > self._shape[1] + 1:
         rows, cols = self._shape
         # the diagonal restarts every cols + 1 rows; each block holds min(cols, rows left)
-        for start in range(0, rows, cols + 1):
+        for start in builtins.range(0, rows, cols + 1):
             length = min(cols, rows - start)
             as_strided(self, (length,), (step,), self._offset + start * self._stride[0]) \
                 .fill_(fill_value)
@@ -620,7 +621,7 @@ def new(self: Tensor, *args, **kwargs) -> Tensor:
 @tensor_method("dim_order")
 def dim_order(self: Tensor) -> tuple:
     """The dims from outermost to innermost in memory (largest stride first)."""
-    return tuple(sorted(range(self.dim()), key=lambda i: -self._stride[i]))
+    return tuple(sorted(builtins.range(self.dim()), key=lambda i: -self._stride[i]))
 
 
 @tensor_method("const_data_ptr")
