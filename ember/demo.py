@@ -88,6 +88,37 @@ def dispatch() -> None:
         print(f"    {event.name:<16} {' -> '.join(event.path):<24} {shapes}".rstrip())
 
 
+def compiler() -> None:
+    section("ember.compile: a graph, its guards, a recompile, a graph break")
+    from ember.compiler.explain import collecting
+
+    def f(x, y):
+        return (x + y).relu() * 2
+
+    x, y = ember.randn(3), ember.randn(3)
+    report = ember.compiler.explain(f)(x, y)
+    print("  def f(x, y): return (x + y).relu() * 2   # captured as one graph:")
+    print("\n".join("    " + ln for ln in report.graphs[0].code.rstrip().splitlines()))
+    print("  guarded by:")
+    print("\n".join("    " + g for g in report.guards[0]))
+    fast = ember.compile(f)
+    with collecting() as events:
+        fast(x, y)
+        fast(ember.randn(4), ember.randn(4))  # a new shape fails TENSOR_MATCH: recompile
+    for where, why in events.recompiles:
+        print(f"  recompile of {where}:\n    {why}")
+
+    def g(x):
+        scale = x.abs().sum().item()  # reads tensor data: the graph ends here
+        return x / scale
+
+    brk = ember.compiler.explain(g)(x).break_reasons[0]
+    frame = brk.user_stack[-1]
+    print(f"  graph break: {brk.reason}\n    line {frame.lineno}: {frame.line}")
+    if brk.hint:
+        print(f"    hint: {brk.hint}")
+
+
 def main() -> None:
     print(f"ember {ember.__version__}: a PyTorch-compatible deep-learning framework core")
     x = views()
@@ -95,6 +126,7 @@ def main() -> None:
     contiguity(x)
     meta()
     dispatch()
+    compiler()
 
 
 if __name__ == "__main__":
