@@ -10,6 +10,7 @@ torch eager, torch.compile, again ...) and each figure is the median of the repe
 the best-of-N timing loop. torch.compile needs a C++ compiler; where it fails the row says so.
 
     python bench/compile.py [--repeat 5] [--no-torch-compile]
+    python bench/compile.py --c-gelu [--repeat 7]    # C backend: GELU-tanh chain, 4M float32
 """
 
 from __future__ import annotations
@@ -233,9 +234,50 @@ def _cpu() -> str:
     return platform.processor() or "unknown"
 
 
+def gelu_chain(lib):
+    import math
+
+    def f(x):
+        return 0.5 * x * (1.0 + (math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)).tanh())
+    return f
+
+
+def run_c_gelu(repeat: int, use_torch_compile: bool) -> None:
+    """GELU-tanh chain on 4M float32: ember C backend vs ember eager vs torch eager vs
+    torch.compile, one thread each, interleaved; medians of per-repetition best-of-3."""
+    import torch
+
+    torch.set_num_threads(1)
+    ex = ember.randn(4 * 1024 * 1024)
+    tx = torch.from_numpy(ex.numpy().copy())
+    variants = {"ember eager": (gelu_chain(ember), ex),
+                "ember C backend": (ember.compile(gelu_chain(ember), backend="c"), ex),
+                "torch eager": (gelu_chain(torch), tx)}
+    if use_torch_compile:
+        variants["torch.compile"] = (torch.compile(gelu_chain(torch)), tx)
+    first = {}
+    for name, (fn, x) in variants.items():
+        first[name], _ = timed_first_call(fn, (x,))
+    got = variants["ember C backend"][0](ex)
+    assert (got - gelu_chain(ember)(ex)).abs().max().item() < 1e-5
+    times: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for name, (fn, x) in variants.items():
+            times.setdefault(name, []).append(per_call(fn, (x,), 5) / 1e3)
+    print(f"CPU: {_cpu()}; Python {platform.python_version()}; torch {torch.__version__}")
+    print("| GELU-tanh chain, 4M float32, ms | " + " | ".join(times) + " |")
+    print("|---|" + "---:|" * len(times))
+    print("| median | " + " | ".join(f"{statistics.median(v):.2f}" for v in times.values()) + " |")
+    print("first calls (s): " + ", ".join(f"{k} {v:.3f}" for k, v in first.items()))
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-torch-compile", action="store_true")
+    ap.add_argument("--c-gelu", action="store_true", help="only the C backend GELU benchmark")
     ns = ap.parse_args()
-    run(ns.repeat, not ns.no_torch_compile)
+    if ns.c_gelu:
+        run_c_gelu(ns.repeat, not ns.no_torch_compile)
+    else:
+        run(ns.repeat, not ns.no_torch_compile)
