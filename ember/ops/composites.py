@@ -613,3 +613,81 @@ def pinverse(input, rcond: float = 1e-15):
 
 
 __all__ += ["qr", "svd", "cholesky", "cholesky_inverse", "cholesky_solve", "pinverse"]
+
+
+# -- deprecated norms and small creation helpers -----------------------------------------------
+def _deprecated_norm(name: str, replacement: str) -> None:
+    import warnings
+    warnings.warn(f"{name} is deprecated and it is just left for JIT compatibility. It will be "
+                  f"removed in a future PyTorch release. Please use `{replacement}` instead",
+                  UserWarning, stacklevel=3)
+
+
+@composite("norm_except_dim(Tensor v, int pow=2, int dim=0) -> Tensor", method=False)
+def norm_except_dim(v, pow=2, dim: int = 0):
+    """The ``pow``-norm over every dim but ``dim`` (kept, the others size 1); ``dim=-1``: the
+    norm of everything (weight normalisation's helper)."""
+    _require("norm_except_dim", v, "v")
+    if dim == -1:
+        return linalg_vector_norm(v, pow)
+    others = tuple(d for d in range(v.ndim) if d != dim)
+    return linalg_vector_norm(v, pow, others, True)
+
+
+@composite("frobenius_norm.dim(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
+           method=False)
+def frobenius_norm(input, dim, keepdim: bool = False):
+    """Deprecated: ``linalg.vector_norm(input, 2, dim, keepdim)`` (warns, as torch)."""
+    _deprecated_norm("at::frobenius_norm", "linalg.vector_norm(A, 2., dim, keepdim)")
+    return linalg_vector_norm(input, 2, dim, keepdim)
+
+
+@composite("nuclear_norm(Tensor self, bool keepdim=False) -> Tensor", method=False)
+def nuclear_norm(input, dim=None, keepdim: bool = False):
+    """Deprecated: ``linalg.matrix_norm(input, 'nuc', dim, keepdim)`` (dims (0, 1) by
+    default; warns, as torch)."""
+    from ember.ops.reduction import linalg_matrix_norm
+    if isinstance(dim, bool):  # nuclear_norm(input, keepdim) positionally
+        dim, keepdim = None, dim
+    _deprecated_norm("at::nuclear_norm", "linalg.matrix_norm(A, 'nuc', dim, keepdim)")
+    return linalg_matrix_norm(input, "nuc", (0, 1) if dim is None else dim, keepdim)
+
+
+@composite("nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor")
+def nonzero_static(input, *, size: int, fill_value: int = -1):
+    """:func:`nonzero` padded with ``fill_value`` rows (or truncated) to exactly ``size`` rows.
+
+    Example:
+        >>> ember.nonzero_static(ember.tensor([0, 3]), size=2).tolist()
+        [[1], [-1]]
+    """
+    from ember.ops.creation import full
+    from ember.ops.shape import cat
+    _require("nonzero_static", input)
+    idx = input.nonzero()
+    n = idx._shape[0]
+    if n >= size:
+        return idx[:size]
+    pad = full((size - n, input.ndim), fill_value, dtype=idx._dtype, device=idx._device)
+    return cat([idx, pad])
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   pin_memory=None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor of ``size`` whose memory holds its dims in the order
+    ``physical_layout`` (outermost first), as ``torch.empty_permuted``.
+
+    Example:
+        >>> ember.empty_permuted((2, 3, 4), (0, 2, 1)).stride()
+        (12, 1, 3)
+    """
+    size, order = tuple(size), tuple(physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(f"physical_layout must be a permutation of the dims, got {order}")
+    inverse = [order.index(d) for d in range(len(order))]
+    out = empty([size[d] for d in order], dtype=dtype, device=device).permute(*inverse)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+__all__ += ["norm_except_dim", "frobenius_norm", "nuclear_norm", "nonzero_static",
+            "empty_permuted"]

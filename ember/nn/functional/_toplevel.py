@@ -473,3 +473,28 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
     """
     return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
                          reduction=_reduction(reduction), zero_infinity=zero_infinity)
+
+
+# -- grid sampling (ATen's int modes) ------------------------------------------------------------
+_INTERPOLATION = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                 align_corners: bool) -> Tensor:
+    """``nn.functional.grid_sample`` with ATen's int modes (interpolation 0 bilinear,
+    1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2 reflection)."""
+    return F.grid_sample(input, grid, _INTERPOLATION[interpolation_mode],
+                         _PADDING[padding_mode], align_corners)
+
+
+grid_sampler_2d = grid_sampler
+grid_sampler_3d = grid_sampler
+
+
+def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
+    """``nn.functional.affine_grid`` (every argument required)."""
+    return F.affine_grid(theta, list(size), align_corners)
+
+
+__all__ += ["grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator"]

@@ -296,3 +296,56 @@ _BY_NAME["cholesky_solve"].grad = False
 # gradient gives; complete QR of a tall matrix has no gradient: compared with torch only
 _BY_NAME["cholesky"].gradcheck = False
 _BY_NAME["qr"].gradcheck = False
+
+
+# -- deprecated norms, nonzero_static, empty_permuted -----------------------------------------
+def _quiet(name):
+    def fn(lib, *a, **k):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return getattr(lib, name)(*a, **k)
+    return fn
+
+
+def _norm_except_samples(d):
+    for lay in ("contiguous", "permuted", "strided"):
+        for dim in (0, 1, 2, -1):
+            yield SampleInput((make((3, 4, 5), d, layout=lay), 2, dim), {}, f"{lay}-{dim}")
+    yield SampleInput((make((3, 4), d), 3, 1), {}, "pow3")
+
+
+def _nonzero_static_samples(d):
+    x = make((3, 4), d, low=-1, high=2)
+    for size, fill in ((20, -1), (2, -1), (0, 7), (12, 5)):
+        yield SampleInput((x,), {"size": size, "fill_value": fill}, f"{size}-{fill}")
+
+
+def _empty_permuted_fn(lib, size, order, **kw):
+    out = lib.empty_permuted(size, order, **kw)
+    return tuple(out.shape), out.stride(), str(out.dtype).split(".")[-1]
+
+
+OPS += [
+    OpInfo("norm_except_dim", _fn("norm_except_dim"), _norm_except_samples, dtypes=FLOATS[:2],
+           tol=LOOSE),
+    OpInfo("frobenius_norm", _quiet("frobenius_norm"),
+           lambda d: [SampleInput((make((3, 4, 5), d, layout="permuted"), dims, keep), {})
+                      for dims in ((0, 1), (2,), (-1, 0)) for keep in (False, True)],
+           dtypes=FLOATS[:2], tol=LOOSE),
+    OpInfo("nuclear_norm", _quiet("nuclear_norm"),
+           lambda d: [SampleInput((make((3, 4), d),), {}),
+                      SampleInput((make((3, 4), d), True), {}),
+                      SampleInput((make((3, 4, 5), d), (0, 2)), {})],
+           dtypes=FLOATS[:2], tol={"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-11)}),
+    OpInfo("nonzero_static", _fn("nonzero_static"), _nonzero_static_samples, dtypes=ALL,
+           meta=False),
+    OpInfo("empty_permuted", _empty_permuted_fn,
+           lambda d: [SampleInput(((2, 3, 4), order), {"dtype": getattr(ember, d)})
+                      for order in ((0, 1, 2), (0, 2, 1), (2, 0, 1))],
+           dtypes=ALL, meta=False),
+]
+_BY_NAME = {info.name: info for info in OPS}
+# nuclear norm: compared with torch's gradient; finite differences of a sum of singular values
+# are not smooth enough near crossings for gradcheck
+_BY_NAME["nuclear_norm"].gradcheck = False

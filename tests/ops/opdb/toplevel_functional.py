@@ -237,3 +237,21 @@ _BY_NAME["top.embedding"].gradcheck = False
 _BY_NAME["top.ctc_loss"].gradcheck = False
 # CTC's alignment uses boolean-mask indexing, whose shape Meta cannot predict
 _BY_NAME["top.ctc_loss"].meta = False
+
+
+def _grid_samples(d):
+    x = _x((1, 2, 4, 5), d, "permuted")
+    grid = _x((1, 3, 3, 2), d, low=-1.1, high=1.1)
+    for interp in (0, 1, 2):
+        for pad in (0, 1, 2):
+            for align in (False, True):
+                yield SampleInput((x, grid, interp, pad, align), {}, f"{interp}-{pad}-{align}")
+
+
+OPS += [
+    OpInfo("top.grid_sampler", _fn("grid_sampler"), _grid_samples, dtypes=F2, tol=LOOSE),
+    OpInfo("top.affine_grid_generator", _fn("affine_grid_generator"),
+           lambda d: [SampleInput((_x((2, 2, 3), d), (2, 1, 4, 5), a), {}) for a in (False,
+                                                                                      True)],
+           dtypes=F2, tol=LOOSE),
+]
