@@ -88,13 +88,25 @@ def _storage(self: Tensor) -> TypedStorage:
 @tensor_method("is_shared")
 def _is_shared(self: Tensor) -> bool:
     """Whether ``share_memory_`` was called on this tensor's storage (NOTE [Shared storages]
-    in ember/tensor/typed_storage.py)."""
+    in ember/tensor/typed_storage.py).
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> x.is_shared(), x.share_memory_().is_shared()
+        (False, True)
+    """
     return is_shared(self._storage)
 
 
 @tensor_method("share_memory_")
 def _share_memory_(self: Tensor) -> Tensor:
-    """Mark the storage shared and return ``self`` (NOTE [Shared storages])."""
+    """Mark the storage shared and return ``self`` (NOTE [Shared storages]).
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> x.share_memory_() is x, x.is_shared()
+        (True, True)
+    """
     mark_shared(self._storage)
     return self
 
@@ -133,19 +145,37 @@ def _inplace_view(self: Tensor, make_view) -> Tensor:
 
 @tensor_method("squeeze_")
 def squeeze_(self: Tensor, dim=None) -> Tensor:
-    """In-place :func:`squeeze`: drops size-1 dims (all, or those in ``dim``)."""
+    """In-place :func:`squeeze`: drops size-1 dims (all, or those in ``dim``).
+
+    Example:
+        >>> x = ember.zeros(2, 1, 3)
+        >>> x.squeeze_(1) is x, x.shape
+        (True, ember.Size([2, 3]))
+    """
     return _inplace_view(self, lambda: squeeze(self, dim))
 
 
 @tensor_method("unsqueeze_")
 def unsqueeze_(self: Tensor, dim: int) -> Tensor:
-    """In-place :func:`unsqueeze`: inserts a size-1 dim at ``dim``."""
+    """In-place :func:`unsqueeze`: inserts a size-1 dim at ``dim``.
+
+    Example:
+        >>> x = ember.zeros(2, 3)
+        >>> x.unsqueeze_(0).shape
+        ember.Size([1, 2, 3])
+    """
     return _inplace_view(self, lambda: unsqueeze(self, dim))
 
 
 @tensor_method("t_")
 def t_(self: Tensor) -> Tensor:
-    """In-place :func:`t` (tensors of at most 2 dims)."""
+    """In-place :func:`t` (tensors of at most 2 dims).
+
+    Example:
+        >>> x = ember.zeros(2, 3)
+        >>> x.t_() is x, x.shape, x.stride()
+        (True, ember.Size([3, 2]), (1, 3))
+    """
     if self.dim() > 2:
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is "
                            f"{self.dim()}D")
@@ -154,19 +184,35 @@ def t_(self: Tensor) -> Tensor:
 
 @tensor_method("transpose_")
 def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
-    """In-place :func:`transpose` of dims ``dim0`` and ``dim1``."""
+    """In-place :func:`transpose` of dims ``dim0`` and ``dim1``.
+
+    Example:
+        >>> x = ember.zeros(2, 3, 4)
+        >>> x.transpose_(0, 2).shape
+        ember.Size([4, 3, 2])
+    """
     return _inplace_view(self, lambda: transpose(self, dim0, dim1))
 
 
 @tensor_method("swapdims_")
 def swapdims_(self: Tensor, dim0: int, dim1: int) -> Tensor:
-    """Alias of :meth:`transpose_`."""
+    """Alias of :meth:`transpose_`.
+
+    Example:
+        >>> ember.zeros(2, 3).swapdims_(0, 1).shape
+        ember.Size([3, 2])
+    """
     return transpose_(self, dim0, dim1)
 
 
 @tensor_method("swapaxes_")
 def swapaxes_(self: Tensor, axis0: int, axis1: int) -> Tensor:
-    """Alias of :meth:`transpose_`."""
+    """Alias of :meth:`transpose_`.
+
+    Example:
+        >>> ember.zeros(2, 3).swapaxes_(0, 1).shape
+        ember.Size([3, 2])
+    """
     return transpose_(self, axis0, axis1)
 
 
@@ -473,7 +519,13 @@ def conj_physical(input: Tensor) -> Tensor:
 
 @tensor_method("conj_physical_")
 def conj_physical_(input: Tensor) -> Tensor:
-    """In-place :func:`conj_physical`: nothing to do for a real tensor."""
+    """In-place :func:`conj_physical`: nothing to do for a real tensor.
+
+    Example:
+        >>> x = ember.tensor([1.0, -2.0])
+        >>> x.conj_physical_() is x
+        True
+    """
     return input
 
 
@@ -541,7 +593,14 @@ def as_strided_(self: Tensor, size, stride, storage_offset=None) -> Tensor:
 
 @tensor_method("addr_")
 def addr_(self: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
-    """In-place :func:`addr`: ``self = beta * self + alpha * outer(vec1, vec2)``."""
+    """In-place :func:`addr`: ``self = beta * self + alpha * outer(vec1, vec2)``.
+
+    Example:
+        >>> x = ember.zeros(2, 2)
+        >>> x.addr_(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
+        tensor([[3., 4.],
+                [6., 8.]])
+    """
     from ember.ops.composites import addr
     from ember.ops.pointwise import check_inplace
     result = addr(self.clone() if is_grad_enabled() else self, vec1, vec2, beta=beta,
@@ -558,6 +617,12 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
 
     Raises:
         RuntimeError: fewer than 2 dims, or unequal dims beyond 2-d.
+
+    Example:
+        >>> ember.zeros(3, 3).fill_diagonal_(5.0)
+        tensor([[5., 0., 0.],
+                [0., 5., 0.],
+                [0., 0., 5.]])
     """
     from ember.ops.views import as_strided
     if self.dim() < 2:
@@ -580,7 +645,12 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
 
 @tensor_method("sum_to_size")
 def sum_to_size(self: Tensor, *size) -> Tensor:
-    """Sum ``self`` down to the broadcast-compatible shape ``size``."""
+    """Sum ``self`` down to the broadcast-compatible shape ``size``.
+
+    Example:
+        >>> ember.ones(2, 3).sum_to_size(1, 3)
+        tensor([[2., 2., 2.]])
+    """
     from ember.ops.views import sum_to_shape
     shape = normalize_shape(size)
     if len(shape) > self.dim() or any(s not in (1, t) for s, t in
@@ -592,7 +662,13 @@ def sum_to_size(self: Tensor, *size) -> Tensor:
 
 @tensor_method("is_set_to")
 def is_set_to(self: Tensor, tensor: Tensor) -> bool:
-    """Whether both tensors view the same memory with the same geometry."""
+    """Whether both tensors view the same memory with the same geometry.
+
+    Example:
+        >>> x = ember.ones(3)
+        >>> x.is_set_to(x), x.is_set_to(x.view(3)), x.is_set_to(x.clone())
+        (True, True, False)
+    """
     return (self._storage is tensor._storage and self._offset == tensor._offset
             and self._shape == tensor._shape and self._stride == tensor._stride)
 
@@ -600,7 +676,13 @@ def is_set_to(self: Tensor, tensor: Tensor) -> bool:
 @tensor_method("new_empty_strided")
 def new_empty_strided(self: Tensor, size, stride, *, dtype=None, device=None,
                       requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor of ``size``/``stride`` with ``self``'s dtype and device."""
+    """An uninitialised tensor of ``size``/``stride`` with ``self``'s dtype and device.
+
+    Example:
+        >>> y = ember.ones(1, dtype=ember.float64).new_empty_strided((2, 3), (1, 2))
+        >>> y.dtype, y.stride()
+        (ember.float64, (1, 2))
+    """
     from ember.ops.creation import empty_strided
     return empty_strided(size, stride, dtype=dtype or self._dtype,
                          device=device or self._device, requires_grad=requires_grad)
@@ -609,7 +691,13 @@ def new_empty_strided(self: Tensor, size, stride, *, dtype=None, device=None,
 @tensor_method("new")
 def new(self: Tensor, *args, **kwargs) -> Tensor:
     """torch's legacy constructor on an instance: ``t.new(2, 3)`` is uninitialised, ``t.new()``
-    empty and ``t.new(data)`` a copy of ``data``, all with ``self``'s dtype."""
+    empty and ``t.new(data)`` a copy of ``data``, all with ``self``'s dtype.
+
+    Example:
+        >>> x = ember.ones(1, dtype=ember.float64)
+        >>> x.new(2, 3).dtype, x.new([1, 2]), x.new().shape
+        (ember.float64, tensor([1., 2.], dtype=ember.float64), ember.Size([0]))
+    """
     from ember.ops.creation import empty, tensor
     dtype, device = kwargs.pop("dtype", self._dtype), kwargs.pop("device", self._device)
     if len(args) == 1 and not isinstance(args[0], int):
@@ -620,19 +708,35 @@ def new(self: Tensor, *args, **kwargs) -> Tensor:
 
 @tensor_method("dim_order")
 def dim_order(self: Tensor) -> tuple:
-    """The dims from outermost to innermost in memory (largest stride first)."""
+    """The dims from outermost to innermost in memory (largest stride first).
+
+    Example:
+        >>> ember.zeros(2, 3, 4).dim_order(), ember.zeros(2, 3, 4).permute(2, 0, 1).dim_order()
+        ((0, 1, 2), (1, 2, 0))
+    """
     return tuple(sorted(builtins.range(self.dim()), key=lambda i: -self._stride[i]))
 
 
 @tensor_method("const_data_ptr")
 def const_data_ptr(self: Tensor) -> int:
-    """Same as :meth:`data_ptr`."""
+    """Same as :meth:`data_ptr`.
+
+    Example:
+        >>> x = ember.ones(2)
+        >>> x.const_data_ptr() == x.data_ptr()
+        True
+    """
     return self.data_ptr()
 
 
 @tensor_method("apply_")
 def apply_(self: Tensor, callable) -> Tensor:
-    """Replace each element ``x`` by ``callable(x)``, in place (Python speed; CPU only)."""
+    """Replace each element ``x`` by ``callable(x)``, in place (Python speed; CPU only).
+
+    Example:
+        >>> ember.tensor([1.0, 2.0]).apply_(lambda v: v * 10)
+        tensor([10., 20.])
+    """
     from ember.ops.creation import tensor
     values = [callable(v) for v in self.reshape(-1).tolist()]
     return self.copy_(tensor(values, dtype=self._dtype).view(self._shape))
@@ -640,7 +744,12 @@ def apply_(self: Tensor, callable) -> Tensor:
 
 @tensor_method("map_")
 def map_(self: Tensor, other: Tensor, callable) -> Tensor:
-    """``self[i] = callable(self[i], other[i])`` with ``other`` broadcast, in place."""
+    """``self[i] = callable(self[i], other[i])`` with ``other`` broadcast, in place.
+
+    Example:
+        >>> ember.tensor([1.0, 2.0]).map_(ember.tensor([10.0, 20.0]), lambda a, b: a + b)
+        tensor([11., 22.])
+    """
     from ember.ops.creation import tensor
     b = other.expand(self._shape).reshape(-1).tolist()
     values = [callable(x, y) for x, y in zip(self.reshape(-1).tolist(), b)]
@@ -993,7 +1102,12 @@ Tensor.real = property(lambda self: self, doc="The real part: the tensor itself 
 
 @tensor_method("adjoint")
 def _adjoint(self: Tensor) -> Tensor:
-    """The conjugate transpose of the last two dims (a view; the transpose for reals)."""
+    """The conjugate transpose of the last two dims (a view; the transpose for reals).
+
+    Example:
+        >>> ember.zeros(2, 3).adjoint().shape
+        ember.Size([3, 2])
+    """
     from ember.ops.views import adjoint
     return adjoint(self)
 
