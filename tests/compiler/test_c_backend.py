@@ -244,3 +244,18 @@ def test_large_parallel_kernel_and_edge_shapes():
     _check(lambda a: F.softmax(a * 2, -1), ember.randn(512, 256), rtol=1e-5, atol=1e-7)
     _check(lambda a: (a + 1).exp() * 2, ember.tensor(0.5))          # 0-d
     _check(lambda a: (a + 1).relu() * 2, ember.randn(0, 3))         # zero-size
+
+
+def test_values_read_before_an_inplace_op_are_computed_before_it():
+    def f(x):
+        a = x * 2
+        x.add_(1)
+        return a + 1
+
+    x = ember.randn(4, 3)
+    c = _compile(f, x.clone())
+    x1, x2 = x.clone(), x.clone()
+    got = c(x1)
+    got = got[0] if isinstance(got, tuple) else got
+    assert_close(got, f(x2))
+    assert_close(x1, x2)

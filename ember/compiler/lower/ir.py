@@ -46,7 +46,8 @@ class LNode:
     """One value of the lowered graph (see the module docstring)."""
 
     __slots__ = ("kind", "shape", "dtype", "expr", "src_shape", "rkind", "layout", "base",
-                 "node", "users", "index", "realized", "stored", "external", "kernel", "scale")
+                 "node", "users", "index", "realized", "stored", "external", "kernel", "scale",
+                 "segment")
 
     def __init__(self, kind, shape, dtype, expr=None, *, src_shape=None, rkind=None,
                  layout=None, base=None, node=None, scale=None):
@@ -60,6 +61,7 @@ class LNode:
         self.stored = False
         self.external = False
         self.kernel = None
+        self.segment = 0            # number of nodes left to NumPy before this one
 
     @property
     def iter_shape(self) -> tuple:

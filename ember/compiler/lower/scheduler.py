@@ -56,11 +56,18 @@ def schedule(nodes: list[LNode], barriers: set[int]) -> list[Kernel]:
     ``barriers``: indices of buffer LNodes made by nodes left to NumPy (a kernel never spans
     one, so its inputs exist when it runs and its outputs exist for the nodes after it).
     """
+    seg = 0
+    for ln in nodes:
+        if ln.kind == "buffer" and ln.index in barriers:
+            seg += 1
+        ln.segment = seg
     for ln in reversed(nodes):
         if ln.kind != "pw":
             continue
+        # never inline across a node left to NumPy: it may mutate what the value reads
         inline = not ln.external and ln.users and all(
-            u.kind in ("pw", "red") and u.iter_shape == ln.shape for u in ln.users)
+            u.kind in ("pw", "red") and u.iter_shape == ln.shape and u.segment == ln.segment
+            for u in ln.users)
         if inline and len(ln.users) > 1 and ln.expr.count() > _CHEAP:
             inline = False
         ln.realized = not inline
