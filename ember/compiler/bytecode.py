@@ -94,7 +94,9 @@ class Instr:
 
     def __repr__(self) -> str:
         t = f" ->{self.target}" if self.target is not None else ""
-        return f"<{self.index}@{self.offset}.{self.sub} {self.op} {self.argval!r}{t}>"
+        orig = f" ({self.orig.opname})" if self.orig.opname != self.op else ""
+        return (f"<{self.index:>4} @{self.offset}.{self.sub} line {self.line}: {self.op}"
+                f"{orig} {self.argval!r}{t}>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -492,8 +494,12 @@ _WRITES = frozenset({"STORE_FAST", "DELETE_FAST"})
 
 def _liveness(info: CodeInfo) -> list[frozenset[int]]:
     n = len(info.instrs)
-    # every cell/free slot is always live (cells are shared objects)
-    always = frozenset(i for i, k in enumerate(info.slot_kinds) if k != SLOT_PLAIN)
+    # every cell/free slot is always live (cells are shared objects); so is the first
+    # argument of a function using zero-argument super(), which reads it implicitly
+    always = {i for i, k in enumerate(info.slot_kinds) if k != SLOT_PLAIN}
+    if "__class__" in info.code.co_freevars and info.code.co_argcount:
+        always.add(0)
+    always = frozenset(always)
     succ = [info.successors(i) for i in range(n)]
     for e in info.exc_entries:
         for i in range(e.start, min(e.end, n)):

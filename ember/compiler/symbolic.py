@@ -368,11 +368,12 @@ class Capture:
         n = info.nlocals_plus
         F = self.F
         L = []
+        live = info.live_locals(self.start)
         for i in range(n):
             v = F[i]
             kind = info.slot_kinds[i]
-            if v is NULL:
-                L.append(NULL)
+            if v is NULL or i not in live:
+                L.append(v)   # unbound, or never read again: no guard, left as it is
             elif kind in (SLOT_CELL, SLOT_FREE) and isinstance(v, types.CellType):
                 L.append(self._shadow_cell(v, f"L[{i}]"))
             else:

@@ -919,3 +919,18 @@ def test_disabled_function_breaks_and_runs_eagerly():
     out = explain(f)(x)
     assert out.graph_break_count == 1 and "disable" in out.break_reasons[0].reason
     _close(ember.compile(f, backend="eager")(x), f(x))
+
+
+def test_later_segment_does_not_guard_dead_locals(capsys):
+    def f(x, k):
+        y = x * k
+        print("hi")
+        return y.relu()
+
+    cnt = CompileCounter()
+    cf = ember.compile(f, backend=cnt)
+    x = _x(3)
+    _close(cf(x, 2), f(x, 2))
+    assert cnt.frame_count == 2
+    _close(cf(x, 3), f(x, 3))
+    assert cnt.frame_count == 3        # only the segment that reads k is recompiled
