@@ -28,7 +28,15 @@ _ALLOWED: dict[int, object] = {}
 
 
 class NotCallableError(TypeError, AssertionError):
-    """``ember.compile`` was given something that cannot be called."""
+    """``ember.compile`` was given something that cannot be called.
+
+    Example:
+        >>> try:
+        ...     ember.compile(42)
+        ... except ember.compiler.NotCallableError as e:
+        ...     print(type(e).__name__, isinstance(e, TypeError))
+        NotCallableError True
+    """
 
 
 def _run_frame():
@@ -151,6 +159,14 @@ class OptimizedModule:
     module's ``forward`` through the compiler; other attributes are the module's own.
 
     ``_orig_mod`` is the wrapped module.
+
+    Example:
+        >>> layer = ember.nn.Linear(2, 2)
+        >>> compiled = ember.compile(layer, backend="eager")
+        >>> type(compiled).__name__, compiled._orig_mod is layer, compiled.weight is layer.weight
+        ('OptimizedModule', True, True)
+        >>> compiled(ember.ones(1, 2)).shape
+        ember.Size([1, 2])
     """
 
     def __init__(self, mod: Module, ctx: CompileContext):
@@ -202,6 +218,14 @@ def disable(fn=None, recursive: bool = True):
     (``torch.compiler.disable``); the call is a graph break there.
 
     Usable as ``@disable`` or ``disable(fn)``.
+
+    Example:
+        >>> @ember.compiler.disable
+        ... def helper(x):
+        ...     return x + 1  # runs eagerly, a graph break inside compiled code
+        >>> f = ember.compile(lambda x: helper(x * 2), backend="eager")
+        >>> f(ember.ones(2))
+        tensor([3., 3.])
     """
     if fn is None:
         return functools.partial(disable, recursive=recursive)
@@ -223,6 +247,13 @@ def allow_in_graph(fn):
     """Record calls of ``fn`` as one graph node instead of inlining its bytecode
     (``torch.compiler.allow_in_graph``). ``fn`` must take and return tensors and be runnable
     on meta tensors; the backends call it on real tensors.
+
+    Example:
+        >>> def scaled(x):
+        ...     return x * 3
+        >>> scaled = ember.compiler.allow_in_graph(scaled)  # one graph node, not inlined
+        >>> ember.compile(lambda x: scaled(x) + 1, backend="eager")(ember.ones(2))
+        tensor([4., 4.])
     """
     _ALLOWED[id(fn)] = fn
     try:
@@ -238,7 +269,16 @@ def is_allowed_in_graph(fn) -> bool:
 
 
 def reset() -> None:
-    """Forget every compiled entry of every compiled function (``torch._dynamo.reset``)."""
+    """Forget every compiled entry of every compiled function (``torch._dynamo.reset``).
+
+    Example:
+        >>> f = ember.compile(lambda x: x - 1, backend="eager")
+        >>> f(ember.ones(2))
+        tensor([0., 0.])
+        >>> ember.compiler.reset()  # the next call compiles again
+        >>> f(ember.ones(2))
+        tensor([0., 0.])
+    """
     for ctx in list(_CONTEXTS):
         ctx.reset()
     try:
@@ -251,7 +291,12 @@ def reset() -> None:
 
 
 def is_compiling() -> bool:
-    """Whether the caller runs inside compiled-code capture (``torch.compiler.is_compiling``)."""
+    """Whether the caller runs inside compiled-code capture (``torch.compiler.is_compiling``).
+
+    Example:
+        >>> ember.compiler.is_compiling()  # outside compiled code
+        False
+    """
     try:
         from ember.compiler import driver
     except ImportError:

@@ -46,7 +46,14 @@ def format_user_stack(stack) -> str:
 
 
 class CompileError(RuntimeError):
-    """The compiler could not compile a function (bad options, backend failure)."""
+    """The compiler could not compile a function (bad options, backend failure).
+
+    Example:
+        >>> issubclass(ember.compiler.GraphBreakError, ember.compiler.CompileError)
+        True
+        >>> issubclass(ember.compiler.CompileError, RuntimeError)
+        True
+    """
 
 
 class GraphBreakError(CompileError):
@@ -54,6 +61,16 @@ class GraphBreakError(CompileError):
 
     Attributes: ``reason`` (what could not be captured), ``user_stack`` (``UserFrame``s,
     innermost last), ``hint`` (the usual fix, or None).
+
+    Example:
+        >>> def f(x):
+        ...     print("side effect")  # printing cannot be captured: a graph break
+        ...     return x * 2
+        >>> try:
+        ...     ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
+        ... except ember.compiler.GraphBreakError:
+        ...     print("graph break")
+        graph break
     """
 
     def __init__(self, reason: str, user_stack=(), hint: str | None = None):

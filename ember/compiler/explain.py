@@ -50,6 +50,11 @@ class ExplainOutput:
     graph), ``guards`` (guard descriptions per entry; ``out_guards`` is torch's name),
     ``compile_times`` (seconds per phase), ``recompiles`` ((where, reason)),
     ``native_frames`` ((where, reason)).
+
+    Example:
+        >>> out = ember.compiler.explain(lambda x: (x * 2).sum())(ember.ones(3))
+        >>> out.graph_count, out.graph_break_count, len(out.graphs)
+        (1, 0, 1)
     """
 
     graphs: list = field(default_factory=list)

@@ -20,7 +20,16 @@ _BACKENDS: dict[str, Callable] = {}
 
 
 def register_backend(name: str, fn: Callable | None = None):
-    """Register ``fn(graph_module, example_inputs) -> callable`` under ``name``."""
+    """Register ``fn(graph_module, example_inputs) -> callable`` under ``name``.
+
+    Example:
+        >>> from ember.compiler import register_backend
+        >>> @register_backend("doc_example_backend")
+        ... def passthrough(gm, example_inputs):
+        ...     return gm  # a GraphModule is callable as it is
+        >>> ember.compile(lambda x: x + 1, backend="doc_example_backend")(ember.ones(2))
+        tensor([2., 2.])
+    """
     def deco(f):
         _BACKENDS[name] = f
         return f
@@ -29,7 +38,12 @@ def register_backend(name: str, fn: Callable | None = None):
 
 
 def list_backends() -> list[str]:
-    """Names of the registered backends (``torch._dynamo.list_backends``)."""
+    """Names of the registered backends (``torch._dynamo.list_backends``).
+
+    Example:
+        >>> {"eager", "numpy"} <= set(ember.compiler.list_backends())
+        True
+    """
     _load()
     return sorted(_BACKENDS)
 
