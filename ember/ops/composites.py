@@ -691,3 +691,97 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 __all__ += ["norm_except_dim", "frobenius_norm", "nuclear_norm", "nonzero_static",
             "empty_permuted"]
+
+
+# -- gradient -----------------------------------------------------------------------------------
+def _along(x: Tensor, d: int, start: int, stop) -> Tensor:
+    return x.narrow(d, start, (x._shape[d] if stop is None else stop) - start)
+
+
+def _coords_along(c: Tensor, d: int, ndim: int, start: int, stop) -> Tensor:
+    """A slice of the 1-d coordinates ``c`` shaped to broadcast along dim ``d``."""
+    part = _along(c, 0, start, stop)
+    return part.reshape([-1 if i == d else 1 for i in range(ndim)])
+
+
+def _uniform_gradient(x: Tensor, d: int, h, edge_order: int) -> Tensor:
+    from ember.ops.shape import cat
+    n = x._shape[d]
+    inner = (_along(x, d, 2, None) - _along(x, d, 0, n - 2)) / (2 * h)
+    if edge_order == 1:
+        first = (_along(x, d, 1, 2) - _along(x, d, 0, 1)) / h
+        last = (_along(x, d, n - 1, n) - _along(x, d, n - 2, n - 1)) / h
+    else:
+        first = (_along(x, d, 0, 1) * -1.5 + _along(x, d, 1, 2) * 2
+                 - _along(x, d, 2, 3) * 0.5) / h
+        last = (_along(x, d, n - 3, n - 2) * 0.5 - _along(x, d, n - 2, n - 1) * 2
+                + _along(x, d, n - 1, n) * 1.5) / h
+    return cat([first, inner, last], d)
+
+
+def _coordinate_gradient(x: Tensor, d: int, c: Tensor, edge_order: int) -> Tensor:
+    from ember.ops.shape import cat
+    n, nd = x._shape[d], x.ndim
+    c = c.to(x._dtype)
+
+    def cs(start, stop):
+        return _coords_along(c, d, nd, start, stop)
+
+    def xs(start, stop):
+        return _along(x, d, start, stop)
+
+    a, b = cs(1, n - 1) - cs(0, n - 2), cs(2, None) - cs(1, n - 1)
+    inner = (a * a * xs(2, None) - b * b * xs(0, n - 2) + (b * b - a * a) * xs(1, n - 1)) / \
+        (a * b * (a + b))
+    if edge_order == 1:
+        first = (xs(1, 2) - xs(0, 1)) / (cs(1, 2) - cs(0, 1))
+        last = (xs(n - 1, n) - xs(n - 2, n - 1)) / (cs(n - 1, n) - cs(n - 2, n - 1))
+    else:
+        h1, h2 = cs(1, 2) - cs(0, 1), cs(2, 3) - cs(1, 2)
+        first = xs(0, 1) * (-(2 * h1 + h2) / (h1 * (h1 + h2))) + \
+            xs(1, 2) * ((h1 + h2) / (h1 * h2)) + xs(2, 3) * (-h1 / (h2 * (h1 + h2)))
+        h1, h2 = cs(n - 2, n - 1) - cs(n - 3, n - 2), cs(n - 1, n) - cs(n - 2, n - 1)
+        last = xs(n - 3, n - 2) * (h2 / (h1 * (h1 + h2))) + \
+            xs(n - 2, n - 1) * (-(h2 + h1) / (h1 * h2)) + \
+            xs(n - 1, n) * ((2 * h2 + h1) / (h2 * (h1 + h2)))
+    return cat([first, inner, last], d)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:
+    """Derivative estimates by central differences in the interior and one-sided differences
+    of order ``edge_order`` at the ends, per dim (``torch.gradient``).
+
+    ``spacing``: a scalar (all dims), one scalar per dim, or one 1-d coordinate tensor per dim.
+    Integers promote to the default float dtype.
+
+    Raises:
+        RuntimeError: ``edge_order`` not 1 or 2, or a dim shorter than ``edge_order + 1``.
+
+    Example:
+        >>> ember.gradient(ember.tensor([1.0, 2.0, 4.0, 8.0]))[0].tolist()
+        [1.0, 1.5, 3.0, 4.0]
+    """
+    _require("gradient", input)
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(range(input.ndim)) if dim is None else [dim] if isinstance(dim, int) \
+        else list(dim)
+    dims = [d % input.ndim for d in dims]
+    if isinstance(spacing, list | tuple):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                               f"it's spacing and dim arguments to have the same length, but "
+                               f"got a spacing argument of length {len(spacing)} and a dim "
+                               f"argument of length {len(dims)}.")
+        steps = list(spacing)
+    else:
+        steps = [spacing] * len(dims)
+    if any(input._shape[d] < edge_order + 1 for d in dims):
+        raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                           "edge_order+1")
+    x = input if input._dtype.is_floating_point else input.to(dt.get_default_dtype())
+    return tuple(_coordinate_gradient(x, d, h, edge_order) if isinstance(h, Tensor)
+                 else _uniform_gradient(x, d, h, edge_order) for d, h in zip(dims, steps))
+
+
+__all__ += ["gradient"]

@@ -349,3 +349,24 @@ _BY_NAME = {info.name: info for info in OPS}
 # nuclear norm: compared with torch's gradient; finite differences of a sum of singular values
 # are not smooth enough near crossings for gradcheck
 _BY_NAME["nuclear_norm"].gradcheck = False
+
+
+def _gradient_samples(d):
+    for lay in ("contiguous", "permuted", "strided"):
+        x = make((4, 5), d, layout=lay)
+        for kw in ({}, {"dim": 1}, {"spacing": 2.0}, {"spacing": [0.5, 3.0]},
+                   {"edge_order": 2}, {"dim": (1, 0), "spacing": [2, 1], "edge_order": 2}):
+            yield SampleInput((x,), kw, f"{lay}{kw}")
+    coords = ember.tensor([0.0, 0.5, 1.75, 2.0, 4.0], dtype=getattr(ember, d)
+                          if d in FLOATS else ember.float32)
+    for order in (1, 2):
+        yield SampleInput((make((3, 5), d),), {"spacing": (coords,), "dim": 1,
+                                               "edge_order": order}, f"coords{order}")
+    yield SampleInput((make((2,), d),), {"edge_order": 2}, "too short")
+    yield SampleInput((make((3,), d),), {"edge_order": 3}, "bad order")
+
+
+OPS.append(OpInfo("gradient", lambda lib, x, **k: lib.gradient(x, **k), _gradient_samples,
+                  dtypes=FLOATS + ("int64",),
+                  tol={"float32": (1e-5, 1e-5), "float16": (4e-3, 4e-3),
+                       "bfloat16": (3e-2, 3e-2)}))
