@@ -38,6 +38,12 @@ class Node:
     ``args``/``kwargs`` hold other Nodes and Python constants (nested tuples/lists allowed);
     ``meta["val"]`` is the result on the meta device (a tensor, a tuple of them, or a Python
     value); ``users`` lists the nodes that read this one, in graph order.
+
+    Example:
+        >>> gm = ember.compiler.explain(lambda x: (x + 1).relu())(ember.ones(2)).graphs[0]
+        >>> nodes = list(gm.graph.nodes)
+        >>> nodes[0].op, nodes[-1].op
+        ('placeholder', 'output')
     """
 
     __slots__ = ("graph", "name", "op", "target", "args", "kwargs", "meta", "users")
@@ -471,18 +477,31 @@ def executable_code(graph: Graph, fn_name: str = "forward") -> tuple[str, dict]:
         return _Named(name)
 
     params = ", ".join(n.name for n in graph.placeholders())
-    lines = [f"def {fn_name}({params}):"]
+    modes = {n.meta.get("grad_mode") for n in graph.calls()} - {None}
+    mixed = len(modes) > 1  # a no_grad block inside the graph: replay each node in its mode
+    pad = "        " if mixed else "    "
+    body, mode = [], None
     for node in graph.nodes:
         if node.op == "constant":
             g[node.name] = graph.constants[node.name]
         elif node.op == "call":
+            if mixed and node.meta.get("grad_mode") not in (None, mode):
+                mode = node.meta["grad_mode"]
+                body.append(f"{pad}_gs.enabled = {mode}")
             args = map_args(node.args, bind)
             kwargs = map_args(node.kwargs, bind)
             parts = [_render_named(a) for a in args]
             parts += [f"{k}={_render_named(v)}" for k, v in kwargs.items()]
-            lines.append(f"    {node.name} = {_render_target(node.target)}({', '.join(parts)})")
+            body.append(f"{pad}{node.name} = {_render_target(node.target)}({', '.join(parts)})")
         elif node.op == "output":
-            lines.append(f"    return {_render_named(map_args(node.args[0], bind))}")
+            body.append(f"{pad}return {_render_named(map_args(node.args[0], bind))}")
+    lines = [f"def {fn_name}({params}):"]
+    if mixed:
+        g["_gs"] = grad_state()
+        lines += ["    _prev = _gs.enabled", "    try:", *body, "    finally:",
+                  "        _gs.enabled = _prev"]
+    else:
+        lines += body
     return "\n".join(lines) + "\n", g
 
 
@@ -525,6 +544,12 @@ class GraphModule:
 
     ``gm(*inputs)`` returns what the graph's output returns; ``gm.code`` is the source;
     ``gm.graph`` the Graph.
+
+    Example:
+        >>> out = ember.compiler.explain(lambda x: (x + 1).relu())(ember.ones(2))
+        >>> gm = out.graphs[0]
+        >>> type(gm).__name__, gm(ember.tensor([-3.0, 1.0]))
+        ('GraphModule', (tensor([0., 2.]),))
     """
 
     def __init__(self, graph: Graph, name: str = "forward"):

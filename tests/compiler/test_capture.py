@@ -880,11 +880,7 @@ def test_optimizer_style_update_under_no_grad():
         assert p.requires_grad and p.is_leaf
 
 
-@pytest.mark.parametrize("backend", [
-    "eager",
-    pytest.param("numpy", marks=pytest.mark.xfail(
-        strict=True, reason="numpy backend: a Python callable node has no `.name`")),
-])
+@pytest.mark.parametrize("backend", ["eager", "numpy"])
 def test_allow_in_graph_is_one_node(backend):
     from ember.compiler import allow_in_graph
 

@@ -184,3 +184,17 @@ def test_op_count_ignores_getitem():
     mx = g.call("max.dim", (x, 0))
     g.output((g.call(operator.getitem, (mx, 0)),))
     assert g.op_count() == 1
+
+
+def test_replay_honours_each_nodes_grad_mode():
+    g = Graph()
+    w = g.placeholder("w", ember.ones(3, requires_grad=True))
+    with ember.no_grad():
+        a = g.call("mul.Tensor", (w, 2.0))
+    b = g.call("mul.Tensor", (w, 3.0))
+    g.output((a, b))
+    assert "_gs.enabled = False" in GraphModule(g)._source
+    wv = ember.ones(3, requires_grad=True)
+    out_a, out_b = GraphModule(g)(wv)
+    assert not out_a.requires_grad and out_b.requires_grad
+    assert ember.is_grad_enabled()

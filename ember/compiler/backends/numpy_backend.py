@@ -794,12 +794,13 @@ class _Gen:
         return all(isinstance(v, Tensor) and v.dtype not in _HALF for v in vals)
 
     def _fallback(self, node: Node) -> None:
-        gname = self.bind_const(node.target, f"_op_{_sanitize(node.target.name)}")
+        label = getattr(node.target, "short_name", None) or getattr(node.target, "__name__", "fn")
+        gname = self.bind_const(node.target, f"_op_{_sanitize(label.split('.')[0])}")
         args = [self._tval(a) for a in node.args]
         args += [f"{k}={self._tval(v)}" for k, v in node.kwargs.items()]
         self.emit(f"t_{node.name} = {gname}({', '.join(args)})")
         self.ten[id(node)] = f"t_{node.name}"
-        self.fallbacks.append(node.target.short_name)
+        self.fallbacks.append(label)
 
     def _tval(self, x) -> str:
         if isinstance(x, Node):
