@@ -483,7 +483,16 @@ _PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
                  align_corners: bool) -> Tensor:
     """``nn.functional.grid_sample`` with ATen's int modes (interpolation 0 bilinear,
-    1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2 reflection)."""
+    1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2 reflection).
+
+    Example:
+        >>> x = ember.arange(4.0).reshape(1, 1, 2, 2)
+        >>> theta = ember.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+        >>> identity = ember.affine_grid_generator(theta, (1, 1, 2, 2), False)
+        >>> ember.grid_sampler(x, identity, 0, 0, False)  # bilinear, zero padding
+        tensor([[[[0., 1.],
+                  [2., 3.]]]])
+    """
     return F.grid_sample(input, grid, _INTERPOLATION[interpolation_mode],
                          _PADDING[padding_mode], align_corners)
 
@@ -493,7 +502,17 @@ grid_sampler_3d = grid_sampler
 
 
 def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
-    """``nn.functional.affine_grid`` (every argument required)."""
+    """``nn.functional.affine_grid`` (every argument required).
+
+    Example:
+        >>> theta = ember.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])  # the identity transform
+        >>> ember.affine_grid_generator(theta, (1, 1, 2, 2), True)
+        tensor([[[[-1., -1.],
+                  [ 1., -1.]],
+        <BLANKLINE>
+                 [[-1.,  1.],
+                  [ 1.,  1.]]]])
+    """
     return F.affine_grid(theta, list(size), align_corners)
 
 
