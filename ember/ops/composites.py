@@ -16,7 +16,7 @@ import numpy as np
 
 from ember.core import dtype as dt
 from ember.core.device import as_device
-from ember.ops._define import composite
+from ember.ops._define import TENSOR_METHODS, composite
 from ember.ops._promotion import result_type
 from ember.ops.copy import clone
 from ember.ops.creation import arange, empty, ones, tensor, zeros
@@ -626,7 +626,12 @@ def _deprecated_norm(name: str, replacement: str) -> None:
 @composite("norm_except_dim(Tensor v, int pow=2, int dim=0) -> Tensor", method=False)
 def norm_except_dim(v, pow=2, dim: int = 0):
     """The ``pow``-norm over every dim but ``dim`` (kept, the others size 1); ``dim=-1``: the
-    norm of everything (weight normalisation's helper)."""
+    norm of everything (weight normalisation's helper).
+
+    Example:
+        >>> ember.norm_except_dim(ember.tensor([[3.0, 0.0], [4.0, 0.0]]), 2, 1)
+        tensor([[5., 0.]])
+    """
     _require("norm_except_dim", v, "v")
     if dim == -1:
         return linalg_vector_norm(v, pow)
@@ -637,7 +642,15 @@ def norm_except_dim(v, pow=2, dim: int = 0):
 @composite("frobenius_norm.dim(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
            method=False)
 def frobenius_norm(input, dim, keepdim: bool = False):
-    """Deprecated: ``linalg.vector_norm(input, 2, dim, keepdim)`` (warns, as torch)."""
+    """Deprecated: ``linalg.vector_norm(input, 2, dim, keepdim)`` (warns, as torch).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     print(ember.frobenius_norm(ember.tensor([[3.0, 4.0]]), dim=(0, 1)))
+        tensor(5.)
+    """
     _deprecated_norm("at::frobenius_norm", "linalg.vector_norm(A, 2., dim, keepdim)")
     return linalg_vector_norm(input, 2, dim, keepdim)
 
@@ -645,7 +658,15 @@ def frobenius_norm(input, dim, keepdim: bool = False):
 @composite("nuclear_norm(Tensor self, bool keepdim=False) -> Tensor", method=False)
 def nuclear_norm(input, dim=None, keepdim: bool = False):
     """Deprecated: ``linalg.matrix_norm(input, 'nuc', dim, keepdim)`` (dims (0, 1) by
-    default; warns, as torch)."""
+    default; warns, as torch).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     print(ember.nuclear_norm(ember.tensor([[3.0, 0.0], [0.0, 2.5]])))
+        tensor(5.5000)
+    """
     from ember.ops.reduction import linalg_matrix_norm
     if isinstance(dim, bool):  # nuclear_norm(input, keepdim) positionally
         dim, keepdim = None, dim
@@ -785,3 +806,56 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:
 
 
 __all__ += ["gradient"]
+
+
+# -- histogram ----------------------------------------------------------------------------------
+def histogram(input, bins=100, *, range=None, weight=None, density: bool = False,  # noqa: A002
+              out=None) -> tuple:
+    """Counts of ``input``'s elements in bins: ``(hist, bin_edges)`` (``torch.histogram``).
+
+    ``bins`` is a count (equal widths over ``range``, default the data's min and max, widened
+    by 0.5 each side when they are equal) or a 1-d tensor of increasing edges. Bins are
+    half-open except the last, which includes its right edge; elements outside are ignored.
+    ``weight`` weighs each element; ``density`` divides by the total and the bin widths.
+
+    Raises:
+        NotImplementedError: an input other than float32/float64 (as torch's kernel).
+
+    Example:
+        >>> h, e = ember.histogram(ember.tensor([1.0, 2.0, 1.0, 4.0]), bins=3)
+        >>> h.tolist(), e.tolist()
+        ([2.0, 1.0, 1.0], [1.0, 2.0, 3.0, 4.0])
+    """
+    from ember.ops.creation import linspace
+    from ember.ops.shape import searchsorted
+    _require("histogram", input)
+    if not input._dtype.is_floating_point or input._dtype in (dt.float16, dt.bfloat16):
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{input._dtype.scalar_name}'")
+    x = input.detach().reshape(-1)
+    if isinstance(bins, Tensor):
+        edges = bins.to(input._dtype)
+    else:
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif x.numel():
+            lo, hi = x.min().item(), x.max().item()
+        else:
+            lo, hi = 0.0, 0.0
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = linspace(lo, hi, bins + 1, dtype=input._dtype, device=input._device)
+    n_bins = edges.numel() - 1
+    keep = (x >= edges[0]) & (x <= edges[-1])
+    idx = (searchsorted(edges.contiguous(), x, right=True) - 1).clamp(0, n_bins - 1)
+    w = weight.detach().reshape(-1).to(input._dtype) if weight is not None else None
+    counts = idx[keep].bincount(weights=w[keep] if w is not None else None, minlength=n_bins)
+    hist = counts.to(input._dtype)
+    if density:
+        widths = edges[1:] - edges[:-1]
+        hist = hist / (hist.sum() * widths)
+    return hist, edges
+
+
+TENSOR_METHODS["histogram"] = histogram
+__all__ += ["histogram"]

@@ -370,3 +370,24 @@ OPS.append(OpInfo("gradient", lambda lib, x, **k: lib.gradient(x, **k), _gradien
                   dtypes=FLOATS + ("int64",),
                   tol={"float32": (1e-5, 1e-5), "float16": (4e-3, 4e-3),
                        "bfloat16": (3e-2, 3e-2)}))
+
+
+def _histogram_samples(d):
+    for lay in ("contiguous", "permuted", "strided"):
+        x = make((4, 6), d, layout=lay)
+        for args, kw in (((), {}), ((7,), {}), ((5,), {"range": (-1.0, 2.0)}),
+                         ((4,), {"density": True}), ((4,), {"weight": make((4, 6), d, low=0,
+                                                                          high=2)}),
+                         ((ember.tensor([-3.0, -1.0, 0.5, 3.0], dtype=getattr(ember, d)),),
+                          {})):
+            yield SampleInput((x, *args), kw, f"{lay}{args}{sorted(kw)}")
+    yield SampleInput((ember.ones(3, dtype=getattr(ember, d)), 2), {}, "constant")
+
+
+OPS.append(OpInfo("histogram", lambda lib, x, *a, **k: tuple(lib.histogram(x, *a, **k)),
+                  _histogram_samples, dtypes=FLOATS + ("int64",), meta=False, tol=LOOSE))
+OPS.append(OpInfo("histogram_method", lambda lib, x, *a, **k: tuple(x.histogram(*a, **k)),
+                  _histogram_samples, dtypes=("float32",), meta=False, tol=LOOSE))
+_BY_NAME = {info.name: info for info in OPS}
+# torch marks histogram's outputs as requiring grad but has no formula; ember's are constants
+_BY_NAME["histogram"].grad = False
