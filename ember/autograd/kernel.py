@@ -162,6 +162,7 @@ _UNSAVED = object()  # a tensor argument the rule never reads
 _NOT_NEEDED = object()  # a conditionally saved argument whose condition did not hold
 _NO_EDGE = (None, 0)
 _PLAIN_VALUES = frozenset((int, float, bool, str))
+_SEQUENCES = (list, tuple)
 _new = object.__new__
 
 
@@ -491,7 +492,7 @@ def _record(op, ks: int, args, kwargs):
                 structure.append(None)
             if needs is not None:
                 needs[name] = edge[0] is not None
-        elif isinstance(v, list | tuple) and v and all(isinstance(t, Tensor) for t in v):
+        elif isinstance(v, _SEQUENCES) and v and all(isinstance(t, Tensor) for t in v):
             if structure is None:
                 structure = [None] * len(edges)
             structure.append(len(v))
@@ -535,8 +536,8 @@ def _record(op, ks: int, args, kwargs):
             v = bound[name]
             keep_stride, save, cond = late[name]
             if keep_stride:
-                bound[name + ".stride"] = [t._stride for t in v] \
-                    if isinstance(v, list | tuple) else v._stride
+                bound[name + ".stride"] = v._stride if isinstance(v, Tensor) else \
+                    [t._stride for t in v]
             if not save:
                 bound[name] = _UNSAVED
                 continue
@@ -547,12 +548,12 @@ def _record(op, ks: int, args, kwargs):
                 else:
                     bound[name] = _NOT_NEEDED
                     continue
-            if isinstance(v, list | tuple):
-                bound[name] = [save_input(t) for t in v]
-            elif inplace and v is self_t:
+            if inplace and v is self_t:
                 bound[name] = SavedTensor(v.clone())  # the op is about to overwrite it
-            else:
+            elif isinstance(v, Tensor):
                 bound[name] = save_input(v)
+            else:  # a tensor list
+                bound[name] = [save_input(t) for t in v]
     node._bound = bound
     if anomaly._state.enabled:
         anomaly.record_stack(node)
