@@ -819,7 +819,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     ``weight`` weighs each element; ``density`` divides by the total and the bin widths.
 
     Raises:
-        NotImplementedError: an input other than float32/float64 (as torch's kernel).
+        NotImplementedError: a non-floating input, or a half-precision one whose range must
+            be found (as torch's kernels).
 
     Example:
         >>> h, e = ember.histogram(ember.tensor([1.0, 2.0, 1.0, 4.0]), bins=3)
@@ -829,7 +830,9 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     from ember.ops.creation import linspace
     from ember.ops.shape import searchsorted
     _require("histogram", input)
-    if not input._dtype.is_floating_point or input._dtype in (dt.float16, dt.bfloat16):
+    half_range = input._dtype in (dt.float16, dt.bfloat16) and range is None and \
+        not isinstance(bins, Tensor)  # torch finds a half tensor's range with no half kernel
+    if not input._dtype.is_floating_point or half_range:
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
                                   f"'{input._dtype.scalar_name}'")
     x = input.detach().reshape(-1)
