@@ -289,11 +289,7 @@ class GuardBuilder:
             env.update(c.env)
             cond = c.cond
             if c.expr:
-                var = hoisted.get(c.expr)
-                if var is None:
-                    var = hoisted[c.expr] = f"v{len(hoisted)}"
-                    lines.append(f"    {var} = {c.expr}")
-                cond = _subst_v(cond, var)
+                cond = _subst_v(cond, _hoist(c.expr, hoisted, lines))
             lines.append(f"    if not ({cond}):  # {c.kind} {c.expr}".rstrip())
             lines.append(f"        return {i}")
         lines.append("    return 0")
@@ -313,6 +309,53 @@ def guard_safe(L, G):
     except Exception:
         return -1
 """
+
+
+def _steps(expr: str) -> list[str] | None:
+    """``L[0].blocks[2].w`` -> ``["L", "[0]", ".blocks", "[2]", ".w"]``; None when the
+    expression is not a plain chain of attributes and constant subscripts."""
+    import ast
+
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return None
+    out: list[str] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            out.append("." + node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            out.append(f"[{node.slice.value!r}]")
+            node = node.value
+        elif isinstance(node, ast.Name):
+            out.append(node.id)
+            return out[::-1]
+        else:
+            return None
+
+
+def _hoist(expr: str, hoisted: dict[str, str], lines: list[str]) -> str:
+    """The variable holding ``expr``, emitting assignments for prefixes not read yet, so
+    ``L[0].blocks[2].a.w`` and ``L[0].blocks[2].a.b`` walk ``L[0].blocks[2].a`` once."""
+    var = hoisted.get(expr)
+    if var is not None:
+        return var
+    steps = _steps(expr)
+    if steps is None or len(steps) < 2:
+        var = hoisted[expr] = f"v{len(hoisted)}"
+        lines.append(f"    {var} = {expr}")
+        return var
+    prefix, parent = steps[0], steps[0]
+    for step in steps[1:]:
+        prefix += step
+        var = hoisted.get(prefix)
+        if var is None:
+            var = hoisted[prefix] = f"v{len(hoisted)}"
+            lines.append(f"    {var} = {parent}{step}")
+        parent = var
+    hoisted[expr] = parent
+    return parent
 
 
 def _subst_v(cond: str, var: str) -> str:

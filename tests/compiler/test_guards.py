@@ -154,3 +154,17 @@ def test_first_failing_check_number(n):
     values = [1, 2]
     values[n - 1] = 0
     assert gs(values, {}) == n
+
+
+def test_shared_source_prefixes_are_read_once():
+    m = ember.nn.Sequential(ember.nn.Linear(2, 2), ember.nn.Linear(2, 2))
+    gb = GuardBuilder()
+    gb.add_tensor_match("L[0][0].weight", m[0].weight)
+    gb.add_tensor_match("L[0][0].bias", m[0].bias)
+    gb.add_tensor_match("L[0][1].weight", m[1].weight)
+    gs = gb.build()
+    assert gs.source.count("= L[0]\n") == 1 and gs.source.count("[0]\n") == 2
+    assert gs([m], {}) == 0
+    m[0].bias = ember.nn.Parameter(ember.ones(3))
+    assert gs.reason([m], {}) == "TENSOR_MATCH L[0][0].bias: size mismatch at index 0: " \
+        "expected 2, actual 3"
