@@ -6,7 +6,7 @@ torch is imported) on inputs holding the same values. Each op is timed with ``ti
 that drift on a shared machine hits both alike; the figure is the median per call. An op
 that ember does not have yet prints "n/a".
 
-    python bench/overhead.py [--repeat 7]
+    python bench/overhead.py [--repeat 7] [--cpu]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
+import time  # noqa: E402
 import timeit  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
@@ -29,6 +30,7 @@ import ember  # noqa: E402
 
 torch.set_num_threads(1)
 MIN_TIME = 0.05  # seconds per timing sample
+TIMER = time.perf_counter  # ``--cpu``: this thread's CPU time (steadier on a loaded machine)
 
 
 def both(*arrays: np.ndarray) -> tuple[list, list]:
@@ -39,7 +41,7 @@ def both(*arrays: np.ndarray) -> tuple[list, list]:
 
 def loops(fn: Callable[[], object]) -> int:
     """A loop count whose run takes about MIN_TIME (``timeit``'s autorange, shorter)."""
-    timer = timeit.Timer(fn)
+    timer = timeit.Timer(fn, timer=TIMER)
     n = 1
     while True:
         if timer.timeit(n) >= MIN_TIME:
@@ -50,7 +52,7 @@ def loops(fn: Callable[[], object]) -> int:
 def measure(ember_fn: Callable, torch_fn: Callable, repeat: int) -> tuple[float, float]:
     """Median seconds per call of each function, repetitions interleaved."""
     n_e, n_t = loops(ember_fn), loops(torch_fn)
-    t_e, t_t = timeit.Timer(ember_fn), timeit.Timer(torch_fn)
+    t_e, t_t = timeit.Timer(ember_fn, timer=TIMER), timeit.Timer(torch_fn, timer=TIMER)
     ember_s, torch_s = [], []
     for _ in range(repeat):
         ember_s.append(t_e.timeit(n_e) / n_e)
@@ -171,9 +173,15 @@ def autograd_cases() -> list[tuple[str, Callable, Callable]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timing repetitions per op")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time this thread's CPU time instead of wall time (a loaded, "
+                             "shared machine)")
     args = parser.parse_args()
+    global TIMER
+    if args.cpu:
+        TIMER = time.thread_time
     print(f"# per-call overhead, tiny float32 tensors; median of {args.repeat} interleaved "
-          f"repetitions\n# {machine()}")
+          f"repetitions, {'CPU' if args.cpu else 'wall'} time\n# {machine()}")
     report(cases(), args.repeat)
     print("\n# autograd: forward + backward")
     report(autograd_cases(), args.repeat)
