@@ -9,6 +9,7 @@ from __future__ import annotations
 from ember.core import dtype as dt
 from ember.core.device import as_device
 from ember.core.layout import broadcast_shapes, is_non_overlapping_and_dense
+from ember.core.memory_format import preserve_format
 from ember.ops._define import Spec, Tag, composite, derivative, operator, tensor_method
 from ember.ops.pointwise import check_writable
 from ember.tensor import Tensor
@@ -97,7 +98,8 @@ def clone(self: Tensor, *, memory_format=None) -> Tensor:
         (True, True)
     """
     from ember.ops.creation import empty, empty_strided
-    if memory_format is None and is_non_overlapping_and_dense(self._shape, self._stride):
+    if (memory_format is None or memory_format is preserve_format) and \
+            is_non_overlapping_and_dense(self._shape, self._stride):
         out = empty_strided(self._shape, self._stride, dtype=self._dtype, device=self._device)
     else:
         out = empty(self._shape, dtype=self._dtype, device=self._device)

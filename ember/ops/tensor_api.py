@@ -17,6 +17,16 @@ import math
 from ember.autograd.grad_mode import is_grad_enabled
 from ember.core import dtype as dt
 from ember.core.layout import contiguous_strides, normalize_shape, storage_extent
+from ember.core.memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    layout,
+    legacy_contiguous_format,
+    memory_format,
+    preserve_format,
+    strided,
+)
 from ember.memory.storage import Storage
 from ember.ops._define import composite, tensor_method
 from ember.ops.views import squeeze, t, transpose, unsqueeze
@@ -1196,3 +1206,8 @@ __all__ += ["set_default_tensor_type"]
 
 globals().update(LEGACY_STORAGE_TYPES)
 __all__ += list(LEGACY_STORAGE_TYPES)
+
+
+Tensor.layout = property(lambda self: strided, doc="The layout: always ``ember.strided``.")
+__all__ += ["memory_format", "layout", "contiguous_format", "channels_last", "channels_last_3d",
+            "preserve_format", "legacy_contiguous_format", "strided"]

@@ -262,3 +262,17 @@ def test_variable_is_a_tensor_like_torch():
         assert tuple(var().shape) == (0,)
         with pytest.raises(TypeError, match="Variable data has to be a tensor"):
             var([1.0])
+
+
+def test_memory_formats_and_layout_like_torch():
+    e, t = ember.zeros(2, 3, 4).permute(2, 0, 1), torch.zeros(2, 3, 4).permute(2, 0, 1)
+    for name in ("preserve_format", "contiguous_format"):
+        assert e.clone(memory_format=getattr(ember, name)).stride() == \
+            t.clone(memory_format=getattr(torch, name)).stride()
+    assert e.layout is ember.strided and t.layout is torch.strided
+    for name in ("channels_last", "channels_last_3d", "contiguous_format", "preserve_format"):
+        assert repr(getattr(ember, name)) == repr(getattr(torch, name)).replace("torch", "ember")
+        assert isinstance(getattr(ember, name), ember.memory_format)
+    assert ember.legacy_contiguous_format is ember.contiguous_format
+    y = ember.zeros(1, 2, 3, 3).contiguous(memory_format=ember.channels_last)
+    assert y.shape == (1, 2, 3, 3)  # accepted; ember keeps row-major strides
