@@ -869,12 +869,32 @@ class Module:
 
     def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
-        unexpected_keys, error_msgs)`` runs before this module loads its entries."""
+        unexpected_keys, error_msgs)`` runs before this module loads its entries.
+
+        Example:
+            >>> layer = ember.nn.Linear(2, 2)
+            >>> def rename(module, state_dict, prefix, *args):
+            ...     if prefix + "w" in state_dict:  # accept checkpoints that call the weight "w"
+            ...         state_dict[prefix + "weight"] = state_dict.pop(prefix + "w")
+            >>> _ = layer.register_load_state_dict_pre_hook(rename)
+            >>> layer.load_state_dict({"w": ember.zeros(2, 2), "bias": ember.zeros(2)})
+            <All keys matched successfully>
+        """
         return _add_hook(self._load_state_dict_pre_hooks, hook)
 
     def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         """``hook(module, incompatible_keys)`` runs after this module and its children loaded;
-        it may edit the key lists in place."""
+        it may edit the key lists in place.
+
+        Example:
+            >>> layer = ember.nn.Linear(2, 2)
+            >>> def ignore_bias(module, incompatible_keys):
+            ...     if "bias" in incompatible_keys.missing_keys:
+            ...         incompatible_keys.missing_keys.remove("bias")
+            >>> _ = layer.register_load_state_dict_post_hook(ignore_bias)
+            >>> layer.load_state_dict({"weight": ember.zeros(2, 2)})  # strict, yet no error
+            <All keys matched successfully>
+        """
         return _add_hook(self._load_state_dict_post_hooks, hook)
 
     # -- state dict -------------------------------------------------------------------------------
@@ -920,12 +940,41 @@ class Module:
         return destination
 
     def get_extra_state(self):
-        """Extra picklable state saved under ``_extra_state`` (override with set_extra_state)."""
+        """Extra picklable state saved under ``_extra_state`` (override with set_extra_state).
+
+        Example:
+            >>> class Counter(ember.nn.Module):
+            ...     def __init__(self):
+            ...         super().__init__()
+            ...         self.calls = 3
+            ...     def get_extra_state(self):
+            ...         return {"calls": self.calls}
+            ...     def set_extra_state(self, state):
+            ...         self.calls = state["calls"]
+            >>> sd = Counter().state_dict()
+            >>> list(sd), sd["_extra_state"]
+            (['_extra_state'], {'calls': 3})
+        """
         raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
                            "be called.")
 
     def set_extra_state(self, state) -> None:
-        """Restore what :meth:`get_extra_state` returned."""
+        """Restore what :meth:`get_extra_state` returned.
+
+        Example:
+            >>> class Counter(ember.nn.Module):
+            ...     def __init__(self, calls=0):
+            ...         super().__init__()
+            ...         self.calls = calls
+            ...     def get_extra_state(self):
+            ...         return self.calls
+            ...     def set_extra_state(self, state):
+            ...         self.calls = state
+            >>> restored = Counter()
+            >>> _ = restored.load_state_dict(Counter(calls=7).state_dict())
+            >>> restored.calls
+            7
+        """
         raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
                            "be called.")
 
