@@ -205,3 +205,12 @@ def test_mutation_through_a_view_of_an_intermediate_reaches_its_base():
         v.add_(1)
         return b
     _same(f, ember.randn(3, 4).t())
+
+
+def test_outputs_viewing_an_ember_op_result_keep_its_memory():
+    x = ember.ones(2, 3)
+    fn = _compiled(lambda a: (ember.eye(64)[1] + 0 * a.sum(), ember.eye(3)[0]), x)
+    _, row = fn(x)
+    junk = [ember.randn(3, 3) for _ in range(8)]  # would reuse a freed block
+    assert row.tolist() == [1.0, 0.0, 0.0]
+    del junk

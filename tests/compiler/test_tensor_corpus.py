@@ -30,9 +30,9 @@ def _close(a, b):
 _IDS = [f.__name__ for f, _ in CASES]
 
 
-# numpy backend: in-place writes through views of intermediates are not aliased yet
-# (reported in ember/compiler/INTERFACES.md); the eager backend shows capture is right
-_NUMPY_VIEW_WRITES = {"t_factory"}
+# numpy backend cases expected to fail (none now; writes through views of intermediates and
+# arrays over ember results were fixed in the backend)
+_NUMPY_VIEW_WRITES: set[str] = set()
 
 
 @pytest.mark.parametrize("backend", ["eager", "numpy"])

@@ -662,7 +662,10 @@ class _Gen:
             if not isinstance(x.val, Tensor) and x.op == "placeholder":
                 return x.name
             name = f"a_{x.name}"
-            self.emit(f"{name} = _nv({self.t(x)})")
+            # an input's array may use the fast view; an ember op's result must keep its
+            # block alive through the array (NOTE [Large intermediates])
+            view = "_nv" if x.op in ("placeholder", "constant") else "_ua"
+            self.emit(f"{name} = {view}({self.t(x)})")
             self.arr[id(x)] = name
         return name
 
