@@ -194,3 +194,34 @@ def test_reset_clears_every_context():
     f(ember.ones(2))
     ember.compiler.reset()
     assert f._ember_ctx.entry_count() == 0
+
+
+def test_recompiles_are_logged_and_the_limit_falls_back_to_eager(capsys):
+    def f(x, k):
+        return x + k
+
+    c = ember.compile(f, dynamic=False)
+    ember.compiler.set_logs(recompiles=True)
+    try:
+        with ember.compiler.config.patch(recompile_limit=3):
+            with pytest.warns(RuntimeWarning, match=r"recompile_limit \(3\)"):
+                for k in range(6):
+                    assert c(ember.ones(2), k).tolist() == [1.0 + k] * 2
+    finally:
+        ember.compiler.set_logs()
+    err = capsys.readouterr().err
+    assert "EQUALS L[1]: expected 0 (int), actual 1 (int)" in err
+    assert c._ember_ctx.compiles == 3
+
+
+def test_compiled_module_regards_parameter_swap():
+    m = ember.nn.Linear(2, 2)
+    om = ember.compile(m)
+    x = ember.ones(2)
+    with ember.no_grad():
+        om(x)
+        m.weight = ember.nn.Parameter(ember.zeros(2, 2))
+        assert_close(om(x), m.bias.detach())
+        m.weight.add_(1)  # in place: same entry, new values
+        assert_close(om(x), m.bias.detach() + 2)
+    assert om._ember_ctx.recompiles == 1
