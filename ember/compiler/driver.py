@@ -277,13 +277,16 @@ def _build_segment(ctx, cc, cap: Capture, res, info: CodeInfo, pc: int, t0: floa
     inputs = [(src, real) for src, real, _node in cap.inputs]
     env = rb.env
     if rb.outputs or graph.op_count():
+        # a graph mixing grad modes (a `with no_grad()` block inside it) is replayed node by
+        # node in each node's recorded mode by the backends (GraphModule)
+        # (autograd must see the nodes recorded with grad on: built-in backends pick the eager
+        # one for such graphs)
         modes = {n.meta.get("grad_mode", cap.entry_grad) for n in graph.calls()}
-        if len(modes) > 1:
-            # NOTE [Grad mode inside a graph]: parts of the graph ran under another grad mode
-            # (a `with no_grad()` block); replay node by node, each in its recorded mode
-            compiled = _ModeAwareRunner(graph)
-        else:
-            compiled = compile_graph(graph, [real for _s, real in inputs], ctx.backend)
+        backend = ctx.backend
+        if len(modes) > 1 and isinstance(backend, str) and any(
+                t.requires_grad for _s, t in inputs):
+            backend = "eager"
+        compiled = compile_graph(graph, [real for _s, real in inputs], backend)
         env["__graph"] = compiled
         lines, names = _hoist([src for src, _r in inputs])
         body += lines
@@ -337,37 +340,6 @@ def _hoist(exprs: list[str]) -> tuple[list[str], list[str]]:
             name = hit
         out.append(name + steps[-1])
     return lines, out
-
-
-class _ModeAwareRunner:
-    """Runs a graph's nodes with ember ops, each under the grad mode it was recorded in."""
-
-    def __init__(self, graph):
-        self.graph = graph
-
-    def __call__(self, *inputs):
-        from ember.autograd.grad_mode import set_grad_enabled
-        from ember.compiler.meta import map_args
-
-        env: dict[int, object] = {}
-        it = iter(inputs)
-        out = ()
-
-        def val(a):
-            return env[id(a)] if type(a).__name__ == "Node" else a
-
-        for n in self.graph.nodes:
-            if n.op == "placeholder":
-                env[id(n)] = next(it)
-            elif n.op == "constant":
-                env[id(n)] = self.graph.constants[n.name]
-            elif n.op == "call":
-                args, kwargs = map_args(n.args, val), map_args(n.kwargs, val)
-                with set_grad_enabled(n.meta.get("grad_mode", True)):
-                    env[id(n)] = n.target(*args, **kwargs)
-            elif n.op == "output":
-                out = map_args(n.args[0], val)
-        return out
 
 
 def _user_traceback(e: BaseException, info: CodeInfo, pc: int):

@@ -729,6 +729,8 @@ class Capture:
         if isinstance(obj, (Tensor, type, types.ModuleType, types.FunctionType,
                             types.BuiltinFunctionType)) or type(obj) in _CONST_TYPES:
             return False
+        if type(obj).__module__ == "ember.autograd.grad_mode":
+            return False    # grad-mode managers act on the thread's grad state, restored after
         return self.source(obj) is not None and id(obj) not in self.real_of
 
     def _call_tensor_method(self, name, bound, args, kwargs):

@@ -930,3 +930,24 @@ def test_later_segment_does_not_guard_dead_locals(capsys):
     assert cnt.frame_count == 2
     _close(cf(x, 3), f(x, 3))
     assert cnt.frame_count == 3        # only the segment that reads k is recompiled
+
+
+def test_break_inside_no_grad_block_keeps_gradients_after_it(capsys):
+    def f(x):
+        with ember.no_grad():
+            y = x * 2
+            print("inside")
+            z = y + x
+        return y, z, z * x
+
+    x = _x(3).requires_grad_()
+    for backend in ("numpy", "eager"):
+        got = ember.compile(f, backend=backend)(x)
+        want = f(x)
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
+        got[2].sum().backward()
+        g1 = x.grad.clone()
+        x.grad = None
+        want[2].sum().backward()
+        _close(g1, x.grad)
+        x.grad = None
