@@ -69,6 +69,14 @@ class _CGen(npb._Gen):
             self.gnodes_of.setdefault(id(ln), []).append(node)
             if id(node) in outs or any(id(u) not in lowered for u in node.users):
                 ln.external = True
+        # an external view is rendered by NumPy too: so are the lowered views it reads
+        for node in reversed(g.nodes):
+            ln = lw.map.get(id(node)) if id(node) in lowered else None
+            if isinstance(ln, LNode) and ln.kind == "view" and ln.external:
+                src = node.args[0]
+                up = lw.map.get(id(src)) if id(src) in lowered else None
+                if isinstance(up, LNode) and up.kind == "view":
+                    up.external = True
         self.kernels = schedule(lw.nodes, barriers)
         self.emit_after: dict[int, list] = {}
         for k in self.kernels:
@@ -199,9 +207,14 @@ def c_backend(gm: GraphModule, example_inputs):
                    needs_openmp(gen.kernels))
     if lib is None:
         return fallback
-    gen.bind(lib)
-    source = gen.run()
-    fwd = compile_source(source, gen.globals, "forward", "c")
+    try:
+        gen.bind(lib)
+        source = gen.run()
+        fwd = compile_source(source, gen.globals, "forward", "c")
+    except Exception as e:  # noqa: BLE001 - the glue must never break compilation
+        logs.log("graph_code", f"c backend: generating the glue failed ({type(e).__name__}: "
+                 f"{e}); using the numpy backend")
+        return fallback
     logs.log("graph_code", f"c backend glue:\n{source}")
     checks = _entry_checks(gm, example_inputs)
 
