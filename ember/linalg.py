@@ -7,10 +7,15 @@ an import cycle with ``ember/__init__.py``.
 
 from __future__ import annotations
 
+from ember.ops.composites import linalg_cholesky_ex as cholesky_ex
 from ember.ops.composites import linalg_cross as cross
 from ember.ops.composites import linalg_diagonal as diagonal
+from ember.ops.composites import linalg_inv_ex as inv_ex
+from ember.ops.composites import linalg_matrix_exp as matrix_exp
 from ember.ops.composites import linalg_multi_dot as multi_dot
 from ember.ops.composites import linalg_norm as norm
+from ember.ops.composites import linalg_solve_ex as solve_ex
+from ember.ops.composites import linalg_solve_triangular as solve_triangular
 from ember.ops.composites import linalg_tensorinv as tensorinv
 from ember.ops.composites import linalg_tensorsolve as tensorsolve
 from ember.ops.composites import linalg_vander as vander
@@ -34,7 +39,7 @@ from ember.ops.linalg import linalg_svdvals as svdvals
 __all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul",
            "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
            "cross", "diagonal", "multi_dot", "norm", "tensorinv", "tensorsolve", "vander",
-           "vecdot"]
+           "vecdot", "cholesky_ex", "inv_ex", "matrix_exp", "solve_ex", "solve_triangular"]
 
 # name here -> name in ember.ops.reduction (defined by the reduction family)
 _LAZY = {"vector_norm": "linalg_vector_norm", "matrix_norm": "linalg_matrix_norm"}

@@ -862,3 +862,134 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
 
 TENSOR_METHODS["histogram"] = histogram
 __all__ += ["histogram"]
+
+
+# -- torch.linalg: *_ex forms, solve_triangular, matrix_exp -----------------------------------
+def _ex(op, A: Tensor, *rest, check_errors: bool = False) -> tuple:
+    """``(result, info)``: ``info`` is 0 per matrix that succeeded and 1 (ember does not report
+    LAPACK's failing pivot) per matrix that failed, whose result is NaN; with
+    ``check_errors`` the first failure raises, as torch."""
+    from ember.ops.creation import full
+    from ember.ops.linalg import LinAlgError
+    from ember.ops.shape import stack
+    batch = A._shape[:-2]
+    try:
+        return op(A, *rest), zeros(batch, dtype=dt.int32, device=A._device)
+    except LinAlgError:
+        if check_errors:
+            raise
+    mats = A.reshape(-1, *A._shape[-2:])
+    results, infos = [], []
+    for i in range(mats._shape[0]):
+        try:
+            results.append(op(mats[i], *rest))
+            infos.append(0)
+        except LinAlgError:
+            shape = op(ones_like_identity(mats[i]), *rest)._shape
+            results.append(full(shape, math.nan, dtype=A._dtype, device=A._device))
+            infos.append(1)
+    out = stack(results).reshape(*batch, *results[0]._shape)
+    return out, tensor(infos, dtype=dt.int32, device=A._device).reshape(batch)
+
+
+def ones_like_identity(m: Tensor) -> Tensor:
+    """An identity matrix shaped like the square ``m`` (a stand-in that never fails)."""
+    from ember.ops.creation import eye
+    return eye(m._shape[-1], dtype=m._dtype, device=m._device)
+
+
+def linalg_inv_ex(A, *, check_errors: bool = False) -> tuple:
+    """``(inverse, info)`` (``torch.linalg.inv_ex``): no error on a singular matrix unless
+    ``check_errors``; see :func:`_ex` for ``info``."""
+    from ember.ops.linalg import linalg_inv
+    _require("linalg.inv_ex", A, "A")
+    return _ex(linalg_inv, A, check_errors=check_errors)
+
+
+def linalg_cholesky_ex(A, *, upper: bool = False, check_errors: bool = False) -> tuple:
+    """``(L, info)`` (``torch.linalg.cholesky_ex``): no error on a matrix that is not positive
+    definite unless ``check_errors``."""
+    from ember.ops.linalg import linalg_cholesky
+    _require("linalg.cholesky_ex", A, "A")
+    return _ex(lambda m: linalg_cholesky(m, upper=upper), A, check_errors=check_errors)
+
+
+def linalg_solve_ex(A, B, *, left: bool = True, check_errors: bool = False) -> tuple:
+    """``(result, info)`` (``torch.linalg.solve_ex``): no error on a singular ``A`` unless
+    ``check_errors``."""
+    from ember.ops.linalg import linalg_solve
+    _require("linalg.solve_ex", A, "A")
+    if not left:
+        out, info = linalg_solve_ex(A.mT, B.mT, check_errors=check_errors)
+        return out.mT, info
+    try:
+        return linalg_solve(A, B), zeros(A._shape[:-2], dtype=dt.int32, device=A._device)
+    except RuntimeError:
+        if check_errors:
+            raise
+    inv, info = linalg_inv_ex(A)
+    vector = B.ndim == A.ndim - 1
+    out = (inv @ (B.unsqueeze(-1) if vector else B))
+    return (out.squeeze(-1) if vector else out), info
+
+
+def linalg_solve_triangular(A, B, *, upper: bool, left: bool = True,
+                            unitriangular: bool = False, out=None) -> Tensor:
+    """Solve ``A X = B`` (``X A = B`` when ``left=False``) for triangular ``A``; only the
+    triangle named by ``upper`` is read, with a unit diagonal when ``unitriangular``
+    (``torch.linalg.solve_triangular``).
+
+    Example:
+        >>> A = ember.tensor([[2.0, 0.0], [1.0, 1.0]])
+        >>> ember.linalg.solve_triangular(A, ember.tensor([[2.0], [3.0]]), upper=False).tolist()
+        [[1.0], [2.0]]
+    """
+    from ember.ops.creation import eye
+    from ember.ops.linalg import linalg_solve
+    _require("linalg.solve_triangular", A, "A")
+    _require("linalg.solve_triangular", B, "B", 2)
+    if B.ndim < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
+                           "dimensions.")
+    tri = A.triu() if upper else A.tril()
+    if unitriangular:
+        n = A._shape[-1]
+        tri = tri * (1 - eye(n, dtype=A._dtype, device=A._device)) + \
+            eye(n, dtype=A._dtype, device=A._device)
+    result = linalg_solve(tri, B) if left else linalg_solve(tri.mT, B.mT).mT
+    return _out(result, out)
+
+
+_EXP_TERMS = 18
+
+
+def linalg_matrix_exp(A) -> Tensor:
+    """The matrix exponential ``sum A**k / k!`` (``torch.linalg.matrix_exp``), by scaling and
+    squaring: ``A / 2**s`` has norm below 1/2, its Taylor series to degree 18 is exact to
+    float64 rounding, then ``s`` squarings.
+
+    Example:
+        >>> ember.linalg.matrix_exp(ember.zeros(2, 2)).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    from ember.ops.creation import eye
+    _require("linalg.matrix_exp", A, "A")
+    if A.ndim < 2 or A._shape[-1] != A._shape[-2]:
+        raise RuntimeError(f"linalg.matrix_exp: A must be batches of square matrices, but they "
+                           f"are {A._shape[-2] if A.ndim > 1 else 1} by {A._shape[-1]} matrices")
+    if not A._dtype.is_floating_point:
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as "
+                           f"input. Got {A._dtype.scalar_name}")
+    if A.numel() == 0:
+        return A.clone()
+    norm = linalg_vector_norm(A.detach(), 1, (-2, -1)).max().item()  # >= the 1-norm's bound
+    s = max(0, math.ceil(math.log2(norm / 0.5))) if norm > 0.5 else 0
+    scaled = A * (1.0 / 2 ** s) if s else A
+    ident = eye(A._shape[-1], dtype=A._dtype, device=A._device).expand(A._shape)
+    result, term = ident, ident
+    for k in range(1, _EXP_TERMS + 1):
+        term = (term @ scaled) * (1.0 / k)
+        result = result + term
+    for _ in range(s):
+        result = result @ result
+    return result

@@ -1211,3 +1211,64 @@ __all__ += list(LEGACY_STORAGE_TYPES)
 Tensor.layout = property(lambda self: strided, doc="The layout: always ``ember.strided``.")
 __all__ += ["memory_format", "layout", "contiguous_format", "channels_last", "channels_last_3d",
             "preserve_format", "legacy_contiguous_format", "strided"]
+
+
+# -- deprecated autocast spellings, DLPack, legacy storage helpers ------------------------------
+def _autocast_deprecated(old: str, new: str) -> None:
+    import warnings
+    warnings.warn(f"ember.{old}() is deprecated. Please use ember.{new} instead.",
+                  DeprecationWarning, stacklevel=3)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """Deprecated: ``is_autocast_enabled('cpu')``."""
+    from ember.dispatch.autocast import is_autocast_enabled
+    _autocast_deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """Deprecated: ``set_autocast_enabled('cpu', enabled)``."""
+    from ember.dispatch.autocast import set_autocast_enabled
+    _autocast_deprecated("set_autocast_cpu_enabled", "set_autocast_enabled('cpu', enabled)")
+    set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_cpu_dtype():
+    """Deprecated: ``get_autocast_dtype('cpu')``."""
+    from ember.dispatch.autocast import get_autocast_dtype
+    _autocast_deprecated("get_autocast_cpu_dtype", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def set_autocast_cpu_dtype(dtype) -> None:
+    """Deprecated: ``set_autocast_dtype('cpu', dtype)``."""
+    from ember.dispatch.autocast import set_autocast_dtype
+    _autocast_deprecated("set_autocast_cpu_dtype", "set_autocast_dtype('cpu', dtype)")
+    set_autocast_dtype("cpu", dtype)
+
+
+def to_dlpack(tensor: Tensor):
+    """A DLPack capsule over ``tensor``'s memory (``torch.to_dlpack``; the consumer owns it)."""
+    _require("to_dlpack", tensor, "tensor")
+    return tensor.__dlpack__()
+
+
+@tensor_method("storage_type")
+def storage_type(self: Tensor):
+    """The legacy storage class of this tensor's dtype (``ember.FloatStorage``, ...)."""
+    return LEGACY_STORAGE_TYPES[f"{self._dtype.scalar_name}Storage"]
+
+
+@tensor_method("map2_")
+def map2_(self: Tensor, x: Tensor, y: Tensor, callable) -> Tensor:
+    """``self[i] = callable(self[i], x[i], y[i])`` with ``x``, ``y`` broadcast, in place."""
+    from ember.ops.creation import tensor
+    xs = x.expand(self._shape).reshape(-1).tolist()
+    ys = y.expand(self._shape).reshape(-1).tolist()
+    values = [callable(a, b, c) for a, b, c in zip(self.reshape(-1).tolist(), xs, ys)]
+    return self.copy_(tensor(values, dtype=self._dtype).view(self._shape))
+
+
+__all__ += ["conj_physical_", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled",
+            "get_autocast_cpu_dtype", "set_autocast_cpu_dtype", "to_dlpack"]

@@ -276,3 +276,18 @@ def test_memory_formats_and_layout_like_torch():
     assert ember.legacy_contiguous_format is ember.contiguous_format
     y = ember.zeros(1, 2, 3, 3).contiguous(memory_format=ember.channels_last)
     assert y.shape == (1, 2, 3, 3)  # accepted; ember keeps row-major strides
+
+
+def test_deprecated_autocast_spellings_storage_type_dlpack_map2():
+    with pytest.warns(DeprecationWarning):
+        assert ember.is_autocast_cpu_enabled() is False
+    with pytest.warns(DeprecationWarning):
+        assert ember.get_autocast_cpu_dtype() is ember.bfloat16
+    assert ember.zeros(2).storage_type() is ember.FloatStorage
+    assert ember.zeros(2, dtype=ember.int64).storage_type() is ember.LongStorage
+    x = ember.arange(3.0)
+    assert ember.from_dlpack(ember.to_dlpack(x)).data_ptr() == x.data_ptr()
+    for lib in (ember, torch):
+        y = lib.zeros(3)
+        y.map2_(lib.ones(3), lib.arange(3.0), lambda a, b, c: a + b * c)
+        assert y.tolist() == [0.0, 1.0, 2.0]

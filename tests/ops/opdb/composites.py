@@ -391,3 +391,78 @@ OPS.append(OpInfo("histogram_method", lambda lib, x, *a, **k: tuple(x.histogram(
 _BY_NAME = {info.name: info for info in OPS}
 # torch marks histogram's outputs as requiring grad but has no formula; ember's are constants
 _BY_NAME["histogram"].grad = False
+
+
+# -- linalg: *_ex, solve_triangular, matrix_exp -------------------------------------------------
+def _well_conditioned(d, batch=()):
+    return make((*batch, 4, 4), d) + ember.eye(4, dtype=getattr(ember, d)) * 5
+
+
+def _ex_samples(kind):
+    def gen(d):
+        if kind == "cholesky":
+            yield SampleInput((_spd(d),), {}, "spd")
+            yield SampleInput((_spd(d, (2,)),), {"upper": True}, "batched upper")
+        elif kind == "inv":
+            yield SampleInput((_well_conditioned(d),), {}, "plain")
+            yield SampleInput((_well_conditioned(d, (3,)),), {}, "batched")
+        else:
+            yield SampleInput((_well_conditioned(d), make((4, 2), d)), {}, "matrix rhs")
+            yield SampleInput((_well_conditioned(d, (2,)), make((2, 4), d)), {}, "vector rhs")
+            yield SampleInput((_well_conditioned(d), make((3, 4), d)), {"left": False}, "right")
+    return gen
+
+
+def _singular_ex(lib, name, *args):
+    out, info = getattr(lib.linalg, name)(*args)
+    return bool(info.reshape(-1)[0] > 0), info.dtype == lib.int32
+
+
+def _singular_samples(d):
+    z = ember.zeros(3, 3, dtype=getattr(ember, d))
+    yield SampleInput(("inv_ex", z), {}, "inv")
+    yield SampleInput(("cholesky_ex", -ember.eye(3, dtype=getattr(ember, d))), {}, "chol")
+    yield SampleInput(("solve_ex", z, ember.ones(3, 1, dtype=getattr(ember, d))), {}, "solve")
+
+
+def _triangular_samples(d):
+    a = _well_conditioned(d)
+    for upper in (False, True):
+        for left in (True, False):
+            for unit in (False, True):
+                b = make((4, 3), d) if left else make((3, 4), d)
+                yield SampleInput((a, b), {"upper": upper, "left": left, "unitriangular": unit},
+                                  f"u{upper}-l{left}-unit{unit}")
+    yield SampleInput((_well_conditioned(d, (2,)), make((2, 4, 2), d, layout="strided")),
+                      {"upper": True}, "batched")
+
+
+def _matrix_exp_samples(d):
+    for scale in (0.1, 1.0, 4.0):
+        yield SampleInput((make((3, 3), d) * scale,), {}, f"scale{scale}")
+    yield SampleInput((make((2, 4, 4), d, layout="permuted"),), {}, "batched")
+    yield SampleInput((make((1, 1), d),), {}, "1x1")
+
+
+_EX_TOL = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-11)}
+OPS += [
+    OpInfo("linalg.inv_ex", _linalg("inv_ex"), _ex_samples("inv"), dtypes=FLOATS[:2],
+           tol=_EX_TOL),
+    OpInfo("linalg.cholesky_ex", _linalg("cholesky_ex"), _ex_samples("cholesky"),
+           dtypes=FLOATS[:2], tol=_EX_TOL),
+    OpInfo("linalg.solve_ex", _linalg("solve_ex"), _ex_samples("solve"), dtypes=FLOATS[:2],
+           tol=_EX_TOL),
+    OpInfo("linalg_ex_failures", _singular_ex, _singular_samples, dtypes=FLOATS[:2],
+           meta=False),
+    OpInfo("linalg.solve_triangular", _linalg("solve_triangular"), _triangular_samples,
+           dtypes=FLOATS[:2], tol=_EX_TOL),
+    # meta=False: the number of squarings depends on the matrix's norm (data)
+    OpInfo("linalg.matrix_exp", _linalg("matrix_exp"), _matrix_exp_samples, dtypes=FLOATS[:2],
+           tol={"float32": (2e-5, 1e-5), "float64": (1e-10, 1e-12)}, meta=False),
+]
+_BY_NAME = {info.name: info for info in OPS}
+_BY_NAME["histogram"].grad = False
+_BY_NAME["nuclear_norm"].gradcheck = False
+# cholesky_ex: as cholesky, finite differences of a non-symmetric perturbation differ from the
+# symmetrised gradient
+_BY_NAME["linalg.cholesky_ex"].gradcheck = False
