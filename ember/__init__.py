@@ -18,6 +18,7 @@ from ember import random as random
 from ember import serialization as serialization
 from ember import testing as testing
 from ember import utils as utils
+from ember.amp import GradScaler
 from ember.autograd.grad_mode import (
     enable_grad,
     inference_mode,

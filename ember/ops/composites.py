@@ -993,3 +993,23 @@ def linalg_matrix_exp(A) -> Tensor:
     for _ in range(s):
         result = result @ result
     return result
+
+
+def triangular_solve(input, A, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> tuple:
+    """Deprecated: ``(linalg.solve_triangular(A or A^T, input), A.clone())`` (warns, as
+    torch's ``triangular_solve``)."""
+    import warnings
+    warnings.warn("ember.triangular_solve is deprecated in favor of "
+                  "ember.linalg.solve_triangular and will be removed in a future release.",
+                  UserWarning, stacklevel=2)
+    _require("triangular_solve", input)
+    _require("triangular_solve", A, "A", 2)
+    coefficient = A.mT if transpose else A
+    solution = linalg_solve_triangular(coefficient, input, upper=upper != transpose,
+                                       unitriangular=unitriangular)
+    return solution, A.clone()
+
+
+TENSOR_METHODS["triangular_solve"] = triangular_solve
+__all__ += ["triangular_solve"]

@@ -466,3 +466,16 @@ _BY_NAME["nuclear_norm"].gradcheck = False
 # cholesky_ex: as cholesky, finite differences of a non-symmetric perturbation differ from the
 # symmetrised gradient
 _BY_NAME["linalg.cholesky_ex"].gradcheck = False
+
+
+def _triangular_solve_samples(d):
+    a = _well_conditioned(d)
+    for upper in (True, False):
+        for transpose in (False, True):
+            for unit in (False, True):
+                yield SampleInput((make((4, 2), d), a, upper, transpose, unit), {},
+                                  f"u{upper}-t{transpose}-unit{unit}")
+
+
+OPS.append(OpInfo("triangular_solve", lambda lib, *a: tuple(_quiet("triangular_solve")(lib, *a)),
+                  _triangular_solve_samples, dtypes=FLOATS[:2], tol=_EX_TOL))
