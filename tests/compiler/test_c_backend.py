@@ -259,3 +259,9 @@ def test_values_read_before_an_inplace_op_are_computed_before_it():
     got = got[0] if isinstance(got, tuple) else got
     assert_close(got, f(x2))
     assert_close(x1, x2)
+
+
+def test_views_read_by_nodes_left_to_numpy():
+    x, w = ember.randn(10, 8), ember.randn(8, 12)
+    _check(lambda a, w: ((a @ w).view(5, 2, 12).select(0, 1).cumsum(0),
+                         (a @ w).view(5, 2, 12)[2].exp() * 2), x, w, rtol=1e-5, atol=1e-5)
