@@ -605,6 +605,8 @@ class _Gen:
         self._tmp = 0
         self._must_alias = _alias_outputs(self.graph)
         self.fresh: set[int] = set()  # nodes whose buffers this function allocated
+        self._last: dict[int, int] | None = None  # node -> position of its last reader
+        self.release = False  # emit ``del`` for dead values (generate() turns it on)
         self._mutates = any(n.op == "call" and isinstance(n.target, Operator) and
                             n.target._is_inplace and n.target.name != "copy_"
                             for n in self.graph.nodes)
@@ -706,6 +708,8 @@ class _Gen:
                     self.arr[id(node)] = f"a_{node.name}"
             elif node.op == "call":
                 self._call(node)
+                if self.release:
+                    self._release(node)
             elif node.op == "output":
                 self.emit(f"return {self._output(node.args[0])}")
         body = "\n".join(self.lines) or "    pass"
@@ -747,12 +751,36 @@ class _Gen:
             return
         self._fallback(node)
 
+    def _release(self, node: Node) -> None:
+        """``del`` the names of inputs whose last reader is ``node``, so their blocks return
+        to the allocator during the call (arrays keep what their views still need)."""
+        if self._last is None:
+            order = {id(n): i for i, n in enumerate(self.graph.nodes)}
+            self._last = {id(n): max((order[id(u)] for u in n.users), default=-1)
+                          for n in self.graph.nodes}
+            self._order = order
+        here = self._order[id(node)]
+        dead = [x for x in node.input_nodes()
+                if x.op == "call" and self._last.get(id(x)) == here]
+        if not dead:
+            return
+        live = {v for k, v in (*self.arr.items(), *self.ten.items())
+                if k not in {id(x) for x in dead}}
+        names = []
+        for x in dead:
+            for table in (self.arr, self.ten):
+                name = table.pop(id(x), None)
+                if name is not None and name not in live and name.isidentifier():
+                    names.append(name)
+        if names:
+            self.emit(f"del {', '.join(dict.fromkeys(names))}")
+
     def _steps(self, node: Node, steps: Steps) -> None:
         name = f"a_{node.name}"
         val = node.val[0] if isinstance(node.val, tuple) else node.val
         donor = self._donor(node, val, steps.donor) if steps.inplace_ok else None
         if donor is not None:
-            self.emit(f"{name} = {self.arr[id(donor)]}")
+            name = self.arr[id(donor)]  # write over the dead input, under its name
             if id(donor) in self.ten and not isinstance(node.val, tuple):
                 self.ten[id(node)] = self.ten[id(donor)]
         elif val.numel() * val.element_size() >= _LARGE:
@@ -864,6 +892,7 @@ def _leaves(x):
 def generate(gm: GraphModule) -> tuple[str, dict, _Gen]:
     """The NumPy source of ``gm``'s graph, its globals, and the generator (for statistics)."""
     gen = _Gen(gm)
+    gen.release = True
     source = gen.run()
     return source, gen.globals, gen
 
