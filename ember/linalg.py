@@ -8,6 +8,7 @@ an import cycle with ``ember/__init__.py``.
 from __future__ import annotations
 
 from ember.ops.composites import linalg_cholesky_ex as cholesky_ex
+from ember.ops.composites import linalg_cond as cond
 from ember.ops.composites import linalg_cross as cross
 from ember.ops.composites import linalg_diagonal as diagonal
 from ember.ops.composites import linalg_inv_ex as inv_ex
@@ -39,7 +40,8 @@ from ember.ops.linalg import linalg_svdvals as svdvals
 __all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul",
            "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
            "cross", "diagonal", "multi_dot", "norm", "tensorinv", "tensorsolve", "vander",
-           "vecdot", "cholesky_ex", "inv_ex", "matrix_exp", "solve_ex", "solve_triangular"]
+           "vecdot", "cholesky_ex", "inv_ex", "matrix_exp", "solve_ex", "solve_triangular",
+           "cond"]
 
 # name here -> name in ember.ops.reduction (defined by the reduction family)
 _LAZY = {"vector_norm": "linalg_vector_norm", "matrix_norm": "linalg_matrix_norm"}

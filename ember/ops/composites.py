@@ -1013,3 +1013,25 @@ def triangular_solve(input, A, upper: bool = True, transpose: bool = False,
 
 TENSOR_METHODS["triangular_solve"] = triangular_solve
 __all__ += ["triangular_solve"]
+
+
+@composite("linalg_cond(Tensor self, Scalar? p=None) -> Tensor", method=False)
+def linalg_cond(A, p=None, *, out=None):
+    """The condition number of ``A`` in the norm ``p`` (``torch.linalg.cond``): the ratio of
+    the largest to the smallest singular value for ``p`` in (None, 2, -2, inverted for -2),
+    else ``norm(A, p) * norm(inv(A), p)`` for ``'fro'``, ``'nuc'``, inf, -inf, 1, -1.
+
+    Example:
+        >>> ember.linalg.cond(ember.tensor([[2.0, 0.0], [0.0, 1.0]]))
+        tensor(2.)
+    """
+    from ember.ops.linalg import linalg_inv, linalg_svdvals
+    from ember.ops.reduction import linalg_matrix_norm
+    _require("linalg.cond", A, "A")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p in (None, 2, -2):
+        s = linalg_svdvals(A)
+        big, small = s[..., 0], s[..., -1]
+        return _out(small / big if p == -2 else big / small, out)
+    return _out(linalg_matrix_norm(A, p) * linalg_matrix_norm(linalg_inv(A), p), out)

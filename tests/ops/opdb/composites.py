@@ -479,3 +479,16 @@ def _triangular_solve_samples(d):
 
 OPS.append(OpInfo("triangular_solve", lambda lib, *a: tuple(_quiet("triangular_solve")(lib, *a)),
                   _triangular_solve_samples, dtypes=FLOATS[:2], tol=_EX_TOL))
+
+
+def _cond_samples(d):
+    a = _well_conditioned(d, (2,))
+    # float64 runs the gradient comparison: torch 2.13's backward of cond through inv fails
+    # ("modified by an inplace operation") for fro/inf/1 norms, so those are float32 only
+    through_inv = ("fro", float("inf"), float("-inf"), 1, -1) if d != "float64" else ()
+    for p in (None, 2, -2, "nuc", *through_inv):
+        yield SampleInput((a, p), {}, f"p={p}")
+
+
+OPS.append(OpInfo("linalg.cond", _linalg("cond"), _cond_samples, dtypes=FLOATS[:2],
+                  tol=_EX_TOL))
