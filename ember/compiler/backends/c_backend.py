@@ -169,10 +169,22 @@ def _kernel_call(cfn, k, slots):
                 tens.append(None)
                 outs.append(empty(shape, npd))
         if numel:
-            cfn(arr_t(*[a.ctypes.data for a in ins], *[o.ctypes.data for o in outs]))
+            cfn(arr_t(*[_ptr(a) for a in ins], *[_ptr(o) for o in outs]))
         return (*outs, *tens)
 
     return call
+
+
+_addressof, _from_buffer = ctypes.addressof, ctypes.c_char.from_buffer
+
+
+def _ptr(a) -> int:
+    """The data address of array ``a`` (the ctypes buffer route is ~2x cheaper than
+    ``a.ctypes.data``; read-only or non-contiguous arrays take the latter)."""
+    try:
+        return _addressof(_from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        return a.ctypes.data
 
 
 def _entry_checks(gm, example_inputs):
@@ -221,7 +233,7 @@ def c_backend(gm: GraphModule, example_inputs):
     def run(*args):
         for i, shape, stride, dtype in checks:
             t = args[i]
-            if t.shape != shape or t.stride() != stride or t.dtype is not dtype:
+            if t._shape != shape or t._stride != stride or t._dtype is not dtype:
                 return fallback(*args)
         return fwd(*args)
 
