@@ -12,6 +12,7 @@ import warnings
 
 from ember.nn import functional as F
 from ember.nn.functional import _core
+from ember.ops._define import tensor_method
 from ember.tensor import Tensor
 
 __all__ = [
@@ -517,3 +518,16 @@ def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
 
 
 __all__ += ["grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator"]
+
+
+# torch has these two as Tensor methods too; they are bound here, next to the functions
+@tensor_method("hardshrink")
+def _hardshrink_method(self: Tensor, lambd: float = 0.5) -> Tensor:
+    """``Tensor.hardshrink(lambd)``: :func:`hardshrink` of ``self``."""
+    return F.hardshrink(self, lambd)
+
+
+@tensor_method("prelu")
+def _prelu_method(self: Tensor, weight: Tensor) -> Tensor:
+    """``Tensor.prelu(weight)``: :func:`prelu` of ``self``."""
+    return F.prelu(self, weight)

@@ -249,6 +249,9 @@ def _grid_samples(d):
 
 
 OPS += [
+    OpInfo("Tensor.hardshrink", lambda lib, x, *a: x.hardshrink(*a),
+           _activation_samples((), (1.0,)), dtypes=FLOATS),
+    OpInfo("Tensor.prelu", lambda lib, x, w: x.prelu(w), _prelu_samples, dtypes=FLOATS),
     OpInfo("top.grid_sampler", _fn("grid_sampler"), _grid_samples, dtypes=F2, tol=LOOSE),
     OpInfo("top.affine_grid_generator", _fn("affine_grid_generator"),
            lambda d: [SampleInput((_x((2, 2, 3), d), (2, 1, 4, 5), a), {}) for a in (False,
