@@ -1035,3 +1035,45 @@ def linalg_cond(A, p=None, *, out=None):
         big, small = s[..., 0], s[..., -1]
         return _out(small / big if p == -2 else big / small, out)
     return _out(linalg_matrix_norm(A, p) * linalg_matrix_norm(linalg_inv(A), p), out)
+
+
+# -- index_reduce -------------------------------------------------------------------------------
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+@composite("index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, "
+           "bool include_self=True) -> Tensor")
+def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: bool = True):
+    """Reduce slices of ``source`` into ``input`` at positions ``index`` along ``dim``
+    (``prod``, ``mean``, ``amax`` or ``amin``), as ``torch.index_reduce``: slice ``i`` of
+    ``source`` goes to slice ``index[i]``; ``include_self=False`` leaves ``input``'s own values
+    out of every reduced slice.
+
+    Example:
+        >>> ember.index_reduce(ember.ones(2, 2), 0, ember.tensor([1]), ember.full((1, 2), 3.0),
+        ...                    "prod").tolist()
+        [[1.0, 1.0], [3.0, 3.0]]
+    """
+    _require("index_reduce", input)
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    if index.ndim > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    d = dim % max(input.ndim, 1)
+    shape = [1] * source.ndim
+    shape[d] = index.numel()
+    idx = index.reshape(shape).expand(source._shape)
+    return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)
+
+
+def _index_reduce_(self: Tensor, dim: int, index, source, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """In-place :func:`index_reduce`."""
+    from ember.autograd.grad_mode import is_grad_enabled
+    src = self.clone() if is_grad_enabled() else self
+    return self.copy_(index_reduce(src, dim, index, source, reduce, include_self=include_self))
+
+
+TENSOR_METHODS["index_reduce_"] = _index_reduce_
+__all__ += ["index_reduce"]

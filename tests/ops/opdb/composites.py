@@ -492,3 +492,44 @@ def _cond_samples(d):
 
 OPS.append(OpInfo("linalg.cond", _linalg("cond"), _cond_samples, dtypes=FLOATS[:2],
                   tol=_EX_TOL))
+
+
+def _index_reduce_samples(d):
+    for reduce in _INDEX_REDUCE_MODES:
+        for include in (True, False):
+            x = make((4, 3), d, layout="strided", low=-2, high=3)
+            yield SampleInput((x, 0, ember.tensor([0, 2, 0]), make((3, 3), d, low=-2, high=3),
+                               reduce), {"include_self": include}, f"{reduce}-{include}-dim0")
+            yield SampleInput((x, 1, ember.tensor([2, 2]), make((4, 2), d, layout="permuted",
+                                                               low=-2, high=3), reduce),
+                              {"include_self": include}, f"{reduce}-{include}-dim1")
+
+
+_INDEX_REDUCE_MODES = ("prod", "mean", "amax", "amin")
+
+
+def _index_reduce_errors():
+    yield ErrorInput(SampleInput((make((3,)), 0, ember.tensor([0]), make((1,)), "sum")),
+                     RuntimeError, "Expected reduce to be one of")
+
+
+def _index_reduce_fn(lib, x, *a, **k):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: "index_reduce() is in beta"
+        return lib.index_reduce(x, *a, **k)
+
+
+def _index_reduce__fn(lib, x, *a, **k):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return x.clone().index_reduce_(*a, **k)
+
+
+OPS += [
+    OpInfo("index_reduce", _index_reduce_fn, _index_reduce_samples,
+           dtypes=FLOATS + ("int64", "int32"), tol=LOOSE, errors=_index_reduce_errors),
+    OpInfo("index_reduce_", _index_reduce__fn, _index_reduce_samples,
+           dtypes=("float32", "float64", "int64"), tol=LOOSE),
+]
