@@ -81,17 +81,21 @@ def _compile(cc: str, source: str, out: str, libs) -> str | None:
 @functools.lru_cache(maxsize=1)
 def vector_math_ok() -> bool:
     """Whether gcc can call glibc's vector math library (libmvec) from simd loops here."""
-    from ember.compiler.codegen_c import PRELUDE, vector_decls
+    from ember.compiler.codegen_c import _VEC_FNS, PRELUDE, vector_decls
 
     cc = compiler()
     if cc is None:
         return False
-    src = PRELUDE + vector_decls() + (
-        "void f(float* restrict a, int n) {\n#pragma omp simd\n"
-        "for (int i = 0; i < n; i++) a[i] = tanhf(a[i]) + expf(a[i]);\n}\n")
+    body = []
+    for t, suf in (("float", "f"), ("double", "")):
+        calls = " + ".join(f"{f}{suf}(a[i], a[i])" if f == "pow" else f"{f}{suf}(a[i])"
+                           for f in _VEC_FNS)
+        body.append(f"void f{suf or 'd'}({t}* restrict a, int n) {{\n#pragma omp simd\n"
+                    f"for (int i = 0; i < n; i++) a[i] = {calls};\n}}\n")
+    src = PRELUDE + vector_decls() + "".join(body)
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "probe.so")
-        if _compile(cc, src, out, ("-lmvec", "-lm")) is not None:
+        if _compile(cc, src, out, ("-lmvec", "-lm")) is not None:  # all symbols must resolve
             return False
         try:
             ctypes.CDLL(out)

@@ -22,7 +22,9 @@ __all__ = ["generate_c", "ctype", "Slot", "PRELUDE"]
 CODEGEN_VERSION = 2
 PAR_THRESHOLD = 1 << 16     # elements: kernels this large get an OpenMP parallel loop
 
-_CT = {dt.float32: "float", dt.float64: "double", dt.bool_: "uint8_t"}
+_CT = {dt.float32: "float", dt.float64: "double", dt.bool_: "uint8_t", dt.int32: "int32_t",
+       dt.int64: "int64_t"}
+_UT = {dt.int32: "uint32_t", dt.int64: "uint64_t"}
 
 _VEC_FNS = ("exp", "log", "tanh", "sin", "cos", "log1p", "expm1", "erf", "log2", "exp2", "pow")
 
@@ -58,6 +60,8 @@ def _fn(name: str, d) -> str:
 def _const(v, d) -> str:
     if d is dt.bool_:
         return "1" if v else "0"
+    if d in _UT:
+        return f"(({ctype(d)}){int(v)}LL)"
     v = float(v)
     if math.isnan(v):
         text = "NAN"
@@ -68,8 +72,27 @@ def _const(v, d) -> str:
     return f"(({ctype(d)}){text})"
 
 
+def _int_op(name: str, d, a: list[str]) -> str | None:
+    """Integer forms: two's-complement wrapping (through unsigned), as NumPy and torch."""
+    ct, ut = _CT[d], _UT[d]
+    if name in ("add", "sub", "mul"):
+        sym = {"add": "+", "sub": "-", "mul": "*"}[name]
+        return f"(({ct})(({ut}){a[0]} {sym} ({ut}){a[1]}))"
+    if name == "neg":
+        return f"(({ct})(({ut})0 - ({ut}){a[0]}))"
+    if name == "abs":
+        return f"({a[0]} < 0 ? (({ct})(({ut})0 - ({ut}){a[0]})) : {a[0]})"
+    if name == "relu":
+        return f"({a[0]} > 0 ? {a[0]} : 0)"
+    return None
+
+
 def _op(name: str, d, a: list[str], arg_dtype) -> str:
-    one = _const(1.0, d)
+    if d in _UT:
+        code = _int_op(name, d, a)
+        if code is not None:
+            return code
+    one = _const(1.0, d) if d not in _UT else "1"
     if name == "neg":
         return f"(-{a[0]})"
     if name in ("exp", "log", "tanh", "sqrt", "sin", "cos", "log1p", "expm1", "erf", "floor",

@@ -265,3 +265,32 @@ def test_views_read_by_nodes_left_to_numpy():
     x, w = ember.randn(10, 8), ember.randn(8, 12)
     _check(lambda a, w: ((a @ w).view(5, 2, 12).select(0, 1).cumsum(0),
                          (a @ w).view(5, 2, 12)[2].exp() * 2), x, w, rtol=1e-5, atol=1e-5)
+
+
+_IUN = [lambda a: -a, lambda a: a.abs(), lambda a: a.relu(), lambda a: a.clamp(-50, 70),
+        lambda a: a * 3]
+_IBIN = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
+         lambda a, b: ember.maximum(a, b), lambda a, b: ember.minimum(a, b),
+         lambda a, b: ember.where(a > b, a, b), lambda a, b: ember.where(a == b, a - 1, b + 2)]
+
+
+@settings(max_examples=8, deadline=None)
+@given(steps=_program(), cols=st.integers(1, 9), dtype=st.sampled_from(["int32", "int64"]),
+       big=st.booleans())
+def test_random_integer_programs(steps, cols, dtype, big):
+    d = getattr(ember, dtype)
+    hi = 2 ** 30 if big else 100          # big: products wrap around, as in eager
+    x = ember.randint(-hi, hi, (3, cols), dtype=d)
+    y = ember.randint(-hi, hi, (cols,), dtype=d)
+
+    def f(a, b):
+        vals = [a, b]
+        for binary, i, j in steps:
+            if binary:
+                vals.append(_IBIN[i % len(_IBIN)](vals[i % len(vals)], vals[j % len(vals)]))
+            else:
+                vals.append(_IUN[i % len(_IUN)](vals[j % len(vals)]))
+        return vals[-1], (vals[-1] > vals[-2]), vals[-1].float() * 0.5
+
+    c = _check(f, x, y, rtol=0, atol=0)
+    assert c.kernels >= 1

@@ -21,6 +21,11 @@ from ember.tensor import Tensor
 __all__ = ["Lowering", "RULES", "FLOATS"]
 
 FLOATS = (dt.float32, dt.float64)
+INTS = (dt.int32, dt.int64)
+# ops whose integer form is exact in C (wrapping arithmetic through unsigned types)
+_INT_OK = {"add", "sub", "mul", "neg", "abs", "maximum", "minimum", "where", "clamp",
+           "clamp_min", "clamp_max", "clip", "rsub", "subtract", "multiply", "clone",
+           "contiguous", "relu"}
 RULES: dict = {}
 
 
@@ -105,10 +110,16 @@ class Lowering:
         """The expression of argument ``x`` (node or Python scalar) as ``dtype``."""
         if isinstance(x, Node):
             ln = self.get(x)
-            if ln.dtype not in FLOATS and ln.dtype is not dt.bool_:
+            if ln.dtype not in FLOATS and ln.dtype is not dt.bool_ and ln.dtype not in INTS:
                 raise NotLowerable
+            if ln.dtype in INTS and dtype not in FLOATS and ln.dtype is not dtype:
+                raise NotLowerable      # int -> other int / bool: leave to NumPy
             return cast(load(ln), dtype)
         if type(x) in (int, float, bool):
+            if dtype in INTS:
+                if type(x) is float or not -2 ** 31 <= x < 2 ** 31:
+                    raise NotLowerable
+                return const(int(x), dtype)
             return const(float(x) if dtype in FLOATS else x, dtype)
         raise NotLowerable
 
@@ -142,7 +153,8 @@ class Lowering:
         mark = len(self.nodes)
         try:
             res = fn(self, node, _bind(t, node.args, node.kwargs))
-        except (NotLowerable, KeyError, TypeError, IndexError, ZeroDivisionError):
+        except (NotLowerable, KeyError, TypeError, IndexError, ZeroDivisionError,
+                AttributeError, ValueError):
             res = None
         if res is None:
             for ln in self.nodes[mark:]:        # undo partial work
@@ -159,10 +171,15 @@ class Lowering:
 
 
 def _out_float(node) -> dt.DType:
+    """The output dtype: float32/float64, or int32/int64 for the ops in ``_INT_OK``."""
     v = node.val
-    if not isinstance(v, Tensor) or v.dtype not in FLOATS:
+    if not isinstance(v, Tensor):
         raise NotLowerable
-    return v.dtype
+    if v.dtype in FLOATS:
+        return v.dtype
+    if v.dtype in INTS and node.target.name in _INT_OK:
+        return v.dtype
+    raise NotLowerable
 
 
 # -- pointwise ------------------------------------------------------------------------------------
@@ -200,7 +217,7 @@ def _binary(lw, node, b):
     name = _BIN[node.target.name]
     alpha = b.get("alpha", 1)
     if alpha not in (1, None):
-        ey = op("mul", d, ey, const(float(alpha), d))
+        ey = op("mul", d, ey, lw.ref(alpha, d))
     if name == "rsub":
         ex, ey, name = ey, ex, "sub"
     return lw.pw(node, d, op(name, d, ex, ey))
@@ -238,7 +255,7 @@ def _compare(lw, node, b):
     if not isinstance(ref, Node) or not isinstance(ref.val, Tensor):
         return None
     d = ref.val.dtype
-    if d not in FLOATS or node.val.dtype is not dt.bool_:
+    if (d not in FLOATS and d not in INTS) or node.val.dtype is not dt.bool_:
         return None
     for v in (x, y):
         if isinstance(v, Node) and v.val.dtype is not d:
@@ -300,7 +317,8 @@ def _to_copy(lw, node, b):
         return None
     src = lw.get(x)
     d = node.val.dtype
-    if d not in FLOATS or (src.dtype not in FLOATS and src.dtype is not dt.bool_):
+    if d not in FLOATS or (src.dtype not in FLOATS and src.dtype is not dt.bool_ and
+                           src.dtype not in INTS):
         return None
     return lw.pw(node, d, cast(load(src), d))
 
@@ -513,7 +531,7 @@ def _slice(lw, node, b):
 @rule("clone", "contiguous", "alias", "detach")
 def _clone(lw, node, b):
     src = lw.get(b["self"])
-    if src.dtype not in FLOATS and src.dtype is not dt.bool_:
+    if src.dtype not in FLOATS and src.dtype is not dt.bool_ and src.dtype not in INTS:
         return None
     if node.target.name in ("alias", "detach"):
         return None
