@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import operator
 
 import numpy as np
 
@@ -243,5 +242,3 @@ def c_backend(gm: GraphModule, example_inputs):
     run.fallbacks = gen.fallbacks
     return run
 
-
-_ = operator
