@@ -132,6 +132,23 @@ def _program(draw):
     return steps
 
 
+def _scale(steps, x, y) -> float:
+    """1 + the largest finite magnitude among the program's values (tolerances scale with it:
+    libm and libmvec differ by an ulp or two, and cancellation turns that into absolute error)."""
+    vals = [x, y]
+    for binary, i, j in steps:
+        if binary:
+            vals.append(_BIN[i % len(_BIN)](vals[i % len(vals)], vals[j % len(vals)]))
+        else:
+            vals.append(_UN[i % len(_UN)](vals[j % len(vals)]))
+    m = 0.0
+    for v in vals:
+        f = v[ember.isfinite(v)]
+        if f.numel():
+            m = max(m, f.abs().max().item())
+    return 1.0 + m
+
+
 def _run_program(steps, x, y):
     vals = [x, y]
     for binary, i, j in steps:
@@ -160,8 +177,9 @@ def test_random_pointwise_programs(steps, rows, cols, layout, dtype, special):
         y = ember.randn(cols, rows, dtype=d).t()
     else:
         y = ember.randn(rows, cols * 2, dtype=d)[:, ::2]
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
-    _check(lambda a, b: _run_program(steps, a, b), x, y, **tol)
+    eps = 1.2e-7 if dtype == "float32" else 2.3e-16
+    tol = 64 * len(steps) * eps * _scale(steps, x, y)
+    _check(lambda a, b: _run_program(steps, a, b), x, y, rtol=tol, atol=tol)
 
 
 # -- cache, fallback, corrupt entries (subprocesses) ----------------------------------------------
@@ -294,3 +312,26 @@ def test_random_integer_programs(steps, cols, dtype, big):
 
     c = _check(f, x, y, rtol=0, atol=0)
     assert c.kernels >= 1
+
+
+_RED = [lambda a: a.sum(-1), lambda a: a.mean(-1, keepdim=True) * a, lambda a: a.amax(-1),
+        lambda a: a - a.amin(-1, keepdim=True), lambda a: F.softmax(a, -1),
+        lambda a: F.log_softmax(a, -1), lambda a: F.layer_norm(a, (a.shape[-1],))]
+
+
+@settings(max_examples=10, deadline=None)
+@given(steps=_program(), red=st.integers(0, len(_RED) - 1), rows=st.integers(1, 4),
+       cols=st.integers(1, 40), transposed=st.booleans())
+def test_random_programs_into_reductions(steps, red, rows, cols, transposed):
+    # float64: the C kernels and eager sum in different orders; the tolerance scales with the
+    # largest value summed (cancellation), n * eps * max|x| with a wide margin
+    d = ember.float64
+    x = ember.randn(cols, rows, dtype=d).t() if transposed else ember.randn(rows, cols, dtype=d)
+    y = ember.randn(cols, dtype=d)
+    inner = _run_program(steps, x, y)[0]
+    finite = inner[ember.isfinite(inner)]
+    scale = 1.0 + (finite.abs().max().item() if finite.numel() else 0.0)
+    tol = 1e3 * cols * 2.2e-16 * scale
+    c = _check(lambda a, b: _RED[red](_run_program(steps, a, b)[0]) * 2, x, y, rtol=tol,
+               atol=tol)
+    assert c.kernels <= 3
