@@ -76,6 +76,7 @@ from ember.ops.conv import *  # noqa: F403
 from ember.ops.copy import clone
 from ember.ops.creation import *  # noqa: F403
 from ember.ops.linalg import *  # noqa: F403
+from ember.ops.linalg_composites import *  # noqa: F403
 from ember.ops.nn_ops import *  # noqa: F403
 from ember.ops.numeric import *  # noqa: F403
 from ember.ops.pointwise import *  # noqa: F403
@@ -86,6 +87,7 @@ from ember.ops.scatter_gather import *  # noqa: F403
 from ember.ops.shape import *  # noqa: F403
 from ember.ops.special import *  # noqa: F403
 from ember.ops.tensor_api import *  # noqa: F403
+from ember.ops.toplevel import *  # noqa: F403
 from ember.ops.view_copies import *  # noqa: F403
 from ember.ops.views import *  # noqa: F403
 from ember.serialization import load, save

@@ -7,20 +7,6 @@ an import cycle with ``ember/__init__.py``.
 
 from __future__ import annotations
 
-from ember.ops.composites import linalg_cholesky_ex as cholesky_ex
-from ember.ops.composites import linalg_cond as cond
-from ember.ops.composites import linalg_cross as cross
-from ember.ops.composites import linalg_diagonal as diagonal
-from ember.ops.composites import linalg_inv_ex as inv_ex
-from ember.ops.composites import linalg_matrix_exp as matrix_exp
-from ember.ops.composites import linalg_multi_dot as multi_dot
-from ember.ops.composites import linalg_norm as norm
-from ember.ops.composites import linalg_solve_ex as solve_ex
-from ember.ops.composites import linalg_solve_triangular as solve_triangular
-from ember.ops.composites import linalg_tensorinv as tensorinv
-from ember.ops.composites import linalg_tensorsolve as tensorsolve
-from ember.ops.composites import linalg_vander as vander
-from ember.ops.composites import linalg_vecdot as vecdot
 from ember.ops.linalg import LinAlgError, matmul
 from ember.ops.linalg import linalg_cholesky as cholesky
 from ember.ops.linalg import linalg_det as det
@@ -35,6 +21,20 @@ from ember.ops.linalg import linalg_slogdet as slogdet
 from ember.ops.linalg import linalg_solve as solve
 from ember.ops.linalg import linalg_svd as svd
 from ember.ops.linalg import linalg_svdvals as svdvals
+from ember.ops.linalg_composites import linalg_cholesky_ex as cholesky_ex
+from ember.ops.linalg_composites import linalg_cond as cond
+from ember.ops.linalg_composites import linalg_cross as cross
+from ember.ops.linalg_composites import linalg_diagonal as diagonal
+from ember.ops.linalg_composites import linalg_inv_ex as inv_ex
+from ember.ops.linalg_composites import linalg_matrix_exp as matrix_exp
+from ember.ops.linalg_composites import linalg_multi_dot as multi_dot
+from ember.ops.linalg_composites import linalg_norm as norm
+from ember.ops.linalg_composites import linalg_solve_ex as solve_ex
+from ember.ops.linalg_composites import linalg_solve_triangular as solve_triangular
+from ember.ops.linalg_composites import linalg_tensorinv as tensorinv
+from ember.ops.linalg_composites import linalg_tensorsolve as tensorsolve
+from ember.ops.linalg_composites import linalg_vander as vander
+from ember.ops.linalg_composites import linalg_vecdot as vecdot
 
 # vector_norm and matrix_norm are left out of __all__: a star-import must not depend on them.
 __all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul",

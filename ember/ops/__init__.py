@@ -22,6 +22,7 @@ FAMILIES = (
     "creation",
     "indexing",
     "linalg",
+    "linalg_composites",
     "nn_ops",
     "numeric",
     "pointwise",
@@ -32,6 +33,7 @@ FAMILIES = (
     "shape",
     "special",
     "tensor_api",
+    "toplevel",
     "view_copies",
     "views",
 )
