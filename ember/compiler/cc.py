@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import warnings
 
-__all__ = ["build", "stats", "cache_dir", "compiler", "vector_math_ok"]
+__all__ = ["build", "stats", "cache_dir", "compiler", "vector_math_ok", "num_threads"]
 
 stats = {"compiles": 0, "disk_hits": 0, "failures": 0}
 _warned: set = set()
@@ -28,6 +28,21 @@ _loaded: dict[str, ctypes.CDLL] = {}
 FLAGS = ("-O3", "-march=native", "-mprefer-vector-width=512", "-fPIC", "-shared", "-std=gnu11",
          "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fopenmp-simd")
 LIBS = ("-lm",)
+
+
+def num_threads() -> int:
+    """Threads for the kernels' parallel loops: ``$EMBER_NUM_THREADS``, else
+    ``$OMP_NUM_THREADS``, else the CPUs this process may use (1 when that is 2 or fewer: on a
+    small machine a spinning worker competes with the Python thread)."""
+    for var in ("EMBER_NUM_THREADS", "OMP_NUM_THREADS"):
+        v = os.environ.get(var, "").split(",")[0].strip()
+        if v.isdigit() and int(v) > 0:
+            return int(v)
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return n if n > 2 else 1
 
 
 def compiler() -> str | None:

@@ -20,7 +20,12 @@ from ember.core import dtype as dt
 __all__ = ["generate_c", "ctype", "Slot", "PRELUDE"]
 
 CODEGEN_VERSION = 2
-PAR_THRESHOLD = 1 << 16     # elements: kernels this large get an OpenMP parallel loop
+# elements: kernels this large get an OpenMP parallel loop (compiler-design.md 7.4: on a small
+# shared machine threads hurt below ~1M elements)
+PAR_THRESHOLD = 1 << 20
+# threads of the parallel loops: set after loading by ember.compiler.cc.num_threads()
+THREADS_DECL = ("static int ember_nt = 1;\n"
+                "void ember_set_threads(int n) { ember_nt = n > 0 ? n : 1; }\n")
 
 _CT = {dt.float32: "float", dt.float64: "double", dt.bool_: "uint8_t", dt.int32: "int32_t",
        dt.int64: "int64_t"}
@@ -28,6 +33,7 @@ _UT = {dt.int32: "uint32_t", dt.int64: "uint64_t"}
 
 _VEC_FNS = ("exp", "log", "tanh", "sin", "cos", "log1p", "expm1", "erf", "log2", "exp2", "pow")
 
+_PAR_SIMD = "    #pragma omp parallel for simd schedule(static) num_threads(ember_nt)"
 PRELUDE = "#include <stdint.h>\n#include <math.h>\n"
 
 
@@ -260,8 +266,7 @@ class _KernelGen:
             for m in k.members:
                 stmts: list[str] = []
                 v = self.expr(m.expr, {}, stmts)
-                body.append("    #pragma omp parallel for simd schedule(static)" if self.parallel
-                            else "    #pragma omp simd")
+                body.append(_PAR_SIMD if self.parallel else "    #pragma omp simd")
                 body.append(f"    for (int64_t j = 0; j < {n}; j++) {{")
                 body += ["        " + s for s in stmts]
                 body.append(f"        p{self.slot_of[id(m)]}[j] = ({ctype(m.dtype)}){v};")
@@ -271,7 +276,8 @@ class _KernelGen:
         passes: list[str] = []
         for m in k.members:
             passes += self._pass(m)
-        decode = ["    #pragma omp parallel for schedule(static)"] if self.parallel and \
+        decode = ["    #pragma omp parallel for schedule(static) num_threads(ember_nt)"] \
+            if self.parallel and \
             self.R > 1 else []
         decode += [f"    for (int64_t r = 0; r < {self.R}; r++) {{", "        int64_t q = r;"]
         for d in range(self.nd - 2, -1, -1):
@@ -331,6 +337,7 @@ def generate_c(kernels: list[Kernel], vector_math: bool) -> tuple[str, list[list
     parts = [f"/* ember generated kernels (codegen v{CODEGEN_VERSION}) */\n", PRELUDE]
     if vector_math:
         parts.append(vector_decls())
+    parts.append(THREADS_DECL)
     slots = []
     for k in kernels:
         g = _KernelGen(k)

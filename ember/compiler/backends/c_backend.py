@@ -93,6 +93,9 @@ class _CGen(npb._Gen):
         return True
 
     def bind(self, lib) -> None:
+        lib.ember_set_threads.argtypes = [ctypes.c_int]
+        lib.ember_set_threads.restype = None
+        lib.ember_set_threads(cc.num_threads())
         for k, slots in zip(self.kernels, self.slots, strict=True):
             cfn = getattr(lib, f"ember_k{k.index}")
             cfn.argtypes = [ctypes.c_void_p]
@@ -214,7 +217,7 @@ def c_backend(gm: GraphModule, example_inputs):
                  "using the numpy backend")
         return fallback
     logs.log("graph_code", f"c backend kernels:\n{gen.c_source}")
-    lib = cc.build(gen.c_source, [f"ember_k{k.index}" for k in gen.kernels],
+    lib = cc.build(gen.c_source, ["ember_set_threads"] + [f"ember_k{k.index}" for k in gen.kernels],
                    needs_openmp(gen.kernels))
     if lib is None:
         return fallback
