@@ -60,7 +60,6 @@ class Lowering:
         self.graph = graph
         self.map: dict[int, object] = {}
         self.nodes: list[LNode] = []
-        self.gnodes: dict[int, list] = {}       # id(LNode) -> graph nodes it stands for
         self.skip = skip
         ph = [n for n in graph.nodes if n.op == "placeholder"]
         self.examples = {id(n): v for n, v in zip(ph, example_inputs, strict=False)}
