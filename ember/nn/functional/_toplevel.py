@@ -236,7 +236,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     return F.pdist(input, p)
 
 
-def kl_div(input: Tensor, target: Tensor, reduction: int = 1, *,
+def kl_div(input: Tensor, target: Tensor, reduction: int = 0, *,
            log_target: bool = False) -> Tensor:
     """ATen's ``kl_div``: ``reduction`` 1 is the mean over every element (no warning).
 
@@ -384,7 +384,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias=None) -> Tenso
 
 # -- losses (reduction as ATen's int) ---------------------------------------------------------
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight=None,
-                                     pos_weight=None, reduction: int = 1) -> Tensor:
+                                     pos_weight=None, reduction: int = 0) -> Tensor:
     """``nn.functional.binary_cross_entropy_with_logits`` with an int ``reduction``.
 
     Example:
@@ -398,7 +398,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight=None,
 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                          reduction: int = 1) -> Tensor:
+                          reduction: int = 0) -> Tensor:
     """``nn.functional.cosine_embedding_loss`` with an int ``reduction``.
 
     Example:
@@ -411,7 +411,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
 
 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
-                         reduction: int = 1) -> Tensor:
+                         reduction: int = 0) -> Tensor:
     """``nn.functional.hinge_embedding_loss`` with an int ``reduction``.
 
     Example:
@@ -423,7 +423,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
 
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                        reduction: int = 1) -> Tensor:
+                        reduction: int = 0) -> Tensor:
     """``nn.functional.margin_ranking_loss`` with an int ``reduction``.
 
     Example:
@@ -449,7 +449,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool,
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
-                        swap: bool = False, reduction: int = 1) -> Tensor:
+                        swap: bool = False, reduction: int = 0) -> Tensor:
     """``nn.functional.triplet_margin_loss`` with an int ``reduction``.
 
     Example:
@@ -462,7 +462,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
 
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
-             blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Tensor:
+             blank: int = 0, reduction: int = 0, zero_infinity: bool = False) -> Tensor:
     """``nn.functional.ctc_loss`` with an int ``reduction``.
 
     Example:

@@ -85,12 +85,22 @@ def _cosine_samples(d):
     yield SampleInput((_x((3, 4), d), _x((3, 4), d), 0, 1e-6), {}, "dim0")
 
 
+def _with_reduction(args: tuple, red) -> tuple:
+    """``args`` ending in ``red``, or without it (``red`` None: the default reduction, which for
+    torch's top-level losses is 0, no reduction, unlike ``nn.functional``'s mean)."""
+    return args if red is None else args + (red,)
+
+
+REDUCTIONS = (0, 1, 2, None)
+
+
 def _kl_samples(d):
-    for red in (0, 1, 2):
+    for red in REDUCTIONS:
         x = _x((3, 4), d, low=-3, high=-0.1)
         t = _x((3, 4), d, "strided", low=0.05, high=1)
-        yield SampleInput((x, t, red), {}, f"red{red}")
-        yield SampleInput((x, t.log(), red), {"log_target": True}, f"logt-red{red}")
+        yield SampleInput(_with_reduction((x, t), red), {}, f"red{red}")
+        yield SampleInput(_with_reduction((x, t.log()), red), {"log_target": True},
+                          f"logt-red{red}")
 
 
 def _pixel_samples(d):
@@ -129,28 +139,31 @@ def _bilinear_samples(d):
 
 def _loss_samples(kind):
     def gen(d):
-        for red in (0, 1, 2):
+        for red in REDUCTIONS:
+            tag = f"red{red}"
             if kind == "bce":
-                yield SampleInput((_x((3, 4), d), _x((3, 4), d, low=0, high=1), _x((4,), d),
-                                   _x((4,), d, low=0.5, high=2), red), {}, f"red{red}")
+                yield SampleInput(_with_reduction((_x((3, 4), d), _x((3, 4), d, low=0, high=1),
+                                                   _x((4,), d), _x((4,), d, low=0.5, high=2)),
+                                                  red), {}, tag)
             elif kind == "cosine":
                 target = ember.tensor([1, -1, 1])
-                yield SampleInput((_x((3, 5), d), _x((3, 5), d), target, 0.2, red), {},
-                                  f"red{red}")
+                yield SampleInput(_with_reduction((_x((3, 5), d), _x((3, 5), d), target, 0.2),
+                                                  red), {}, tag)
             elif kind == "hinge":
                 target = ember.tensor([[1.0, -1.0, 1.0, -1.0]] * 3, dtype=getattr(ember, d))
-                yield SampleInput((_x((3, 4), d), target, 0.5, red), {}, f"red{red}")
+                yield SampleInput(_with_reduction((_x((3, 4), d), target, 0.5), red), {}, tag)
             elif kind == "ranking":
                 target = ember.tensor([1.0, -1.0, 1.0], dtype=getattr(ember, d))
-                yield SampleInput((_x((3,), d), _x((3,), d), target, 0.1, red), {}, f"red{red}")
-            elif kind == "poisson":
+                yield SampleInput(_with_reduction((_x((3,), d), _x((3,), d), target, 0.1), red),
+                                  {}, tag)
+            elif kind == "poisson" and red is not None:  # torch requires every argument
                 yield SampleInput((_x((3, 4), d), _x((3, 4), d, low=0, high=4), True, False,
-                                   1e-8, red), {}, f"log-red{red}")
+                                   1e-8, red), {}, f"log-{tag}")
                 yield SampleInput((_x((3, 4), d, low=0.1, high=3), _x((3, 4), d, low=0, high=4),
-                                   False, True, 1e-8, red), {}, f"full-red{red}")
+                                   False, True, 1e-8, red), {}, f"full-{tag}")
             elif kind == "triplet":
-                yield SampleInput((_x((3, 5), d), _x((3, 5), d), _x((3, 5), d), 1.0, 2.0, 1e-6,
-                                   True, red), {}, f"red{red}")
+                yield SampleInput(_with_reduction((_x((3, 5), d), _x((3, 5), d), _x((3, 5), d),
+                                                   1.0, 2.0, 1e-6, True), red), {}, tag)
     return gen
 
 
@@ -159,6 +172,7 @@ def _ctc_samples(d):
     targets = ember.tensor([[1, 2, 1], [3, 3, 0]])
     for red in (0, 1, 2):
         yield SampleInput((log_probs, targets, [6, 5], [3, 2], 0, red, False), {}, f"red{red}")
+    yield SampleInput((log_probs, targets, [6, 5], [3, 2]), {}, "default-reduction")
 
 
 def _rms_samples(d):
