@@ -93,6 +93,8 @@ class _CuBLASModule:
         else:
             raise AttributeError(f"Unknown attribute {name}")
         self._state[name] = value
+        if name == "allow_tf32":  # the legacy switch sets the new one, as torch's does
+            self._state["fp32_precision"] = "tf32" if value else "ieee"
 
 
 matmul = _CuBLASModule()

@@ -190,14 +190,16 @@ def test_cuda_amp_custom_fwd_and_bwd_warn_as_torch():
 @pytest.fixture
 def restore_backend_flags():
     saved = {lib: (lib.backends.cuda.matmul.allow_tf32,
+                   lib.backends.cuda.matmul.fp32_precision,
                    lib.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
                    lib.backends.cuda.flash_sdp_enabled(),
                    lib.backends.cudnn.benchmark, lib.backends.cudnn.deterministic,
                    lib.backends.cudnn.enabled, lib.backends.cudnn.allow_tf32)
              for lib in (torch, ember)}
     yield
-    for lib, (tf32, fp16, flash, bench, det, enabled, ctf32) in saved.items():
+    for lib, (tf32, precision, fp16, flash, bench, det, enabled, ctf32) in saved.items():
         lib.backends.cuda.matmul.allow_tf32 = tf32
+        lib.backends.cuda.matmul.fp32_precision = precision  # allow_tf32 = ... changed it
         lib.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = fp16
         lib.backends.cuda.enable_flash_sdp(flash)
         lib.backends.cudnn.benchmark, lib.backends.cudnn.deterministic = bench, det
@@ -217,10 +219,13 @@ def test_matmul_flags_set_and_check_types_as_torch(restore_backend_flags):
     for lib in (torch, ember):
         lib.backends.cuda.matmul.allow_tf32 = True
         assert lib.backends.cuda.matmul.allow_tf32 is True
+        assert lib.backends.cuda.matmul.fp32_precision == "tf32"
         lib.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
         assert lib.backends.cuda.matmul.allow_fp16_reduced_precision_reduction is False
         with pytest.raises(RuntimeError, match="set_allow_tf32_cublas expects a bool, but got int"):
             lib.backends.cuda.matmul.allow_tf32 = 1
+        lib.backends.cuda.matmul.allow_tf32 = False
+        assert lib.backends.cuda.matmul.fp32_precision == "ieee"
         with pytest.raises(AttributeError, match="Unknown attribute foo"):
             lib.backends.cuda.matmul.foo  # noqa: B018
         with pytest.raises(AttributeError, match="Unknown attribute foo"):
