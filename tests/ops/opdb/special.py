@@ -160,3 +160,58 @@ _BY_NAME["sgn"].grad = False
 _BY_NAME["sgn_"].grad = False
 _BY_NAME["heaviside"].gradcheck = False
 _BY_NAME["heaviside_"].gradcheck = False
+
+
+# -- ember.special (torch.special) ----------------------------------------------------------------
+def _special(name):
+    return lambda lib, *a, **k: getattr(lib.special, name)(*a, **k)
+
+
+_SPECIAL_UNARY = {
+    "expit": None, "gammaln": (0.1, 5), "psi": (0.1, 5), "multigammaln": None,
+    "entr": (0, 3),  # torch's gradient is NaN below 0, ember's zero: the domain is >= 0
+    "ndtr": None, "log_ndtr": None, "i1": (-4, 4), "i0e": (-4, 4), "i1e": (-4, 4),
+    "erfinv": (-0.9, 0.9), "exp2": None, "expm1": None, "log1p": (-0.9, 5), "i0": (-4, 4),
+    "round": None,
+}
+
+
+def _special_unary(name, dom):
+    def gen(d):
+        low, high = dom or (None, None)
+        if name == "multigammaln":
+            for s in unary_samples(d, low=1.5, high=5):
+                yield SampleInput((*s.args, 2), {}, s.name)
+            return
+        yield from unary_samples(d, low=low, high=high)
+        if d in FLOATS[:2] and name in ("ndtr", "log_ndtr", "i1", "i0e", "i1e", "expit"):
+            yield SampleInput((ember.tensor([0.0, -0.0, 1e-8, 25.0, -25.0, -1.0, -9.5, -10.5,
+                                             -19.5, -20.5, -40.0],
+                                            dtype=getattr(ember, d)),), {}, "edges")
+    return gen
+
+
+for _n, _dom in _SPECIAL_UNARY.items():
+    # ints only where the sample domain has integer bounds; torch's special.round refuses ints
+    _ints = ("int64",) if _n not in ("erfinv", "round", "gammaln", "psi", "log1p") else ()
+    OPS.append(OpInfo(f"special.{_n}", _special(_n), _special_unary(_n, _dom),
+                      dtypes=FLOATS + _ints, tol=LOOSE))
+OPS += [
+    OpInfo("special.xlog1py", _special("xlog1py"),
+           lambda d: binary_samples(d, low=-2, high=3, rhs_low=-0.9, rhs_high=4,
+                                    scalars=(2, 0.5)), dtypes=FLOATS + ("int64",), tol=LOOSE),
+    OpInfo("special.xlogy", _special("xlogy"), _xlogy_samples, dtypes=FLOATS[:2], tol=LOOSE),
+    OpInfo("special.polygamma", _special("polygamma"),
+           lambda d: [SampleInput((2, s.args[0]), {}, s.name)
+                      for s in unary_samples(d, low=0.3, high=5)], dtypes=FLOATS[:2],
+           tol={"float32": (5e-5, 1e-5), "float64": (1e-9, 1e-12)}),
+    OpInfo("special.softmax", lambda lib, x, dim: lib.special.softmax(x, dim),
+           lambda d: [SampleInput((make((3, 4), d, layout="permuted"), dim), {}, str(dim))
+                      for dim in (0, 1)], dtypes=FLOATS[:2], tol=LOOSE),
+    OpInfo("special.log_softmax", lambda lib, x, dim: lib.special.log_softmax(x, dim),
+           lambda d: [SampleInput((make((3, 4), d, layout="strided"), dim), {}, str(dim))
+                      for dim in (0, 1)], dtypes=FLOATS[:2], tol=LOOSE),
+    OpInfo("special.logsumexp", lambda lib, x, dim: lib.special.logsumexp(x, dim),
+           lambda d: [SampleInput((make((3, 4), d), dim), {}, str(dim)) for dim in (0, 1)],
+           dtypes=FLOATS[:2], tol=LOOSE),
+]
