@@ -885,3 +885,35 @@ def map2_(self: Tensor, x: Tensor, y: Tensor, callable) -> Tensor:
 
 
 __all__ += ["conj_physical_"]
+
+
+# -- deprecated non-in-place resize -----------------------------------------------------------
+@tensor_method("resize")
+def resize(self: Tensor, *sizes) -> Tensor:
+    """Deprecated: ``self`` reshaped to ``sizes`` with the same number of elements (warns, as
+    torch's non-in-place ``resize``).
+
+    Raises:
+        RuntimeError: the element count would change.
+    """
+    import warnings
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    shape = normalize_shape(sizes)
+    n = math.prod(shape)
+    if n != self.numel():
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, shape))} ({n} elements in "
+                           f"total), but the given tensor has a size of "
+                           f"{'x'.join(map(str, self._shape))} ({self.numel()} elements). "
+                           "autograd's resize can only change the shape of a given tensor, "
+                           "while preserving the number of elements. ")
+    return self.contiguous().view(shape)
+
+
+@tensor_method("resize_as")
+def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
+    """Deprecated: ``self.resize(tensor.shape)`` (warns)."""
+    import warnings
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return resize(self, tensor._shape)

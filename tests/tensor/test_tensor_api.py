@@ -291,3 +291,15 @@ def test_deprecated_autocast_spellings_storage_type_dlpack_map2():
         y = lib.zeros(3)
         y.map2_(lib.ones(3), lib.arange(3.0), lambda a, b, c: a + b * c)
         assert y.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_deprecated_non_inplace_resize_like_torch():
+    for lib in (ember, torch):
+        x = lib.arange(6.0)
+        with pytest.warns(UserWarning, match="non-inplace resize"):
+            y = x.resize(2, 3)
+        assert tuple(y.shape) == (2, 3) and y.reshape(-1).tolist() == x.tolist()
+        with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="preserving the number"):
+            x.resize(4)
+        with pytest.warns(UserWarning):
+            assert tuple(x.resize_as(lib.zeros(3, 2)).shape) == (3, 2)
