@@ -118,6 +118,7 @@ class _DispatchState(threading.local):
 _state = _DispatchState()
 _Tensor: type = type("NoTensorYet", (), {})
 _OPS: dict[str, Operator] = {}
+_MethodType = types.MethodType  # read on every method call (``Operator.__get__``)
 _FALLBACKS: dict[DispatchKey, Kernel] = {}
 _BACKEND_SET = frozenset(BACKEND_KEYS)
 _kernels_loaded = 0  # bits of backend keys whose kernel modules were imported
@@ -223,7 +224,7 @@ class Operator:
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        return types.MethodType(self, obj)
+        return _MethodType(self, obj)
 
     def lookup(self, ks: int) -> Callable:
         """The callable that serves key set ``ks`` (filling the table on a miss)."""

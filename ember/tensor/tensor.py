@@ -710,8 +710,30 @@ def empty_tensor(shape: tuple, dtype: dt.DType, device: Device | None = None,
             for d in shape:
                 n *= d
             st, buf = new_cpu_array(n, shape, dtype.np)
-            t = make_tensor(st, shape, contiguous_strides(shape), 0, dtype, CPU)
+            # make_tensor(st, shape, contiguous_strides(shape), 0, dtype, CPU), inlined
+            t = _new(Tensor)
+            t._storage = st
+            t._shape = shape
+            t._stride = contiguous_strides(shape)
+            t._offset = 0
+            t._dtype = dtype
+            t._device = CPU
+            version = _new(VersionCounter)
+            version.value = 0
+            if _dispatcher._state.inference:
+                t._is_inference = True
+                version.keys = INFERENCE_TENSOR_KEYS["cpu"]
+            else:
+                t._is_inference = False
+                version.keys = TENSOR_KEYS["cpu"]
+            t._ver = version
+            t._base = None
+            t._requires_grad = False
+            t._grad = None
+            t.grad_fn = None
+            t._output_nr = 0
             t._arr = buf
+            t._mkey = None
             return t
         stride = contiguous_strides(shape)
     nbytes = storage_extent(shape, stride, 0) * dtype.itemsize

@@ -88,10 +88,6 @@ def _impl(op):
 _ALL_DIMS = [tuple(range(n)) for n in range(65)]
 
 
-def _all_dims(nd: int) -> tuple:
-    return _ALL_DIMS[nd] if nd < 65 else tuple(range(nd))
-
-
 # -- sum-like ---------------------------------------------------------------------------------
 def _make_sum(name: str, np_fn, reduce_ufunc=None) -> None:
     op = getattr(red, name)
@@ -106,10 +102,17 @@ def _make_sum(name: str, np_fn, reduce_ufunc=None) -> None:
                 # Hot path ``x.sum()``: what the general path below does for a full
                 # floating reduction (same dims, accumulating in the input's dtype).
                 o = empty_tensor((), d)
+                a = input._arr  # arr(input), arr(o) without the calls
+                if a is None:
+                    a = arr(input)
+                dst = o._arr
+                if dst is None:
+                    dst = arr(o)
+                nd = len(shape)
                 token = _set_errstate(_IGNORE)
                 try:
-                    reduce_ufunc(arr(input), axis=_all_dims(len(shape)), dtype=d.np,
-                                 keepdims=False, out=arr(o))
+                    reduce_ufunc(a, axis=_ALL_DIMS[nd] if nd < 65 else tuple(range(nd)),
+                                 dtype=d.np, keepdims=False, out=dst)
                 finally:
                     _reset_errstate(token)
                 return o
