@@ -531,3 +531,20 @@ def _hardshrink_method(self: Tensor, lambd: float = 0.5) -> Tensor:
 def _prelu_method(self: Tensor, weight: Tensor) -> Tensor:
     """``Tensor.prelu(weight)``: :func:`prelu` of ``self``."""
     return F.prelu(self, weight)
+
+
+def embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float,
+                      norm_type: float) -> Tensor:
+    """Rescale, in place, the rows of ``weight`` that ``indices`` uses so that their
+    ``norm_type``-norm is at most ``max_norm`` (ATen's ``embedding_renorm_``; no autograd).
+
+    Example:
+        >>> w = ember.ones(3, 4)
+        >>> ember.embedding_renorm_(w, ember.tensor([0]), 1.0, 2.0)[0].norm().item() <= 1.0
+        True
+    """
+    _core._renorm_(weight, indices, max_norm, norm_type)
+    return weight
+
+
+__all__ += ["embedding_renorm_"]

@@ -272,3 +272,17 @@ OPS += [
                                                                                       True)],
            dtypes=F2, tol=LOOSE),
 ]
+
+
+def _renorm_samples(d):
+    for max_norm, p in ((1.0, 2.0), (0.5, 1.0), (10.0, 2.0)):
+        yield SampleInput((_x((5, 3), d), ember.tensor([[0, 2], [2, 4]]), max_norm, p), {},
+                          f"{max_norm}-{p}")
+
+
+# meta=False: the rows to renormalise depend on the indices' values; grad: torch has no
+# derivative (its backward raises) and ember's renorm runs outside autograd
+OPS.append(OpInfo("top.embedding_renorm_",
+                  lambda lib, w, i, m, p: lib.embedding_renorm_(w.clone(), i, m, p),
+                  _renorm_samples, dtypes=F2, tol=LOOSE, meta=False))
+OPS[-1].grad = False
