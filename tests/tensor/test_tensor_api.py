@@ -145,7 +145,7 @@ def test_as_strided_scatter_gradient_is_the_derivative():
 
 def test_global_switches_round_trip_like_torch():
     saved = (torch.get_deterministic_debug_mode(), torch.get_float32_matmul_precision(),
-             torch.is_warn_always_enabled())
+             torch.is_warn_always_enabled(), torch.backends.cuda.matmul.fp32_precision)
     try:
         for lib in (ember, torch):
             lib.set_deterministic_debug_mode("warn")
@@ -169,6 +169,9 @@ def test_global_switches_round_trip_like_torch():
         torch.set_deterministic_debug_mode(saved[0])
         torch.set_float32_matmul_precision(saved[1])
         torch.set_warn_always(saved[2])
+        # torch's set_float32_matmul_precision also sets the cuBLAS switch ('highest': 'ieee'),
+        # which tests/unit/test_device_namespaces.py compares with ember's default
+        torch.backends.cuda.matmul.fp32_precision = saved[3]
     assert not ember.is_anomaly_enabled()
     ember.set_anomaly_enabled(True)
     assert ember.is_anomaly_enabled() and ember.is_anomaly_check_nan_enabled()
