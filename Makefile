@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 TESTVENV := .venv-test
 
-.PHONY: demo tour test lint bench clean test-compiler-versions
+.PHONY: demo tour test test-portable lint bench clean test-compiler-versions
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,12 @@ test-compiler-versions:
 
 test: lint test-compiler-versions
 	$(TESTVENV)/bin/python -m pytest -n 2 --doctest-modules ember tests
+
+# The suite as an older CPU would run it: OpenBLAS's Haswell kernels, NumPy and torch without
+# AVX-512 (rounding differs by BLAS kernel and SIMD width; tests must hold on every CPU).
+test-portable: lint
+	OPENBLAS_CORETYPE=Haswell NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" \
+	ATEN_CPU_CAPABILITY=avx2 $(TESTVENV)/bin/python -m pytest -n 2 --doctest-modules ember tests
 
 bench: $(TESTVENV)/.stamp
 	$(TESTVENV)/bin/python bench/overhead.py
