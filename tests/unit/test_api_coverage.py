@@ -319,7 +319,7 @@ def write_gaps_file() -> None:
     ]
     for ns, gaps in current_gaps().items():
         lines += ["", f'["{ns}"]']
-        for name in sorted(gaps, key=str.lower):
+        for name in sorted(gaps, key=lambda n: (n.lower(), n)):
             reason = listed[ns].get(name) or _propose(ns, name)
             lines.append(f'{name} = "{reason}"' if name.isidentifier() else
                          f'"{name}" = "{reason}"')
