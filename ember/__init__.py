@@ -1,6 +1,6 @@
 """ember: a PyTorch-compatible deep-learning framework core.
 
-This module only re-exports the torch-like namespace; DESIGN.md describes the layers.
+This module only re-exports the torch-like namespace; docs/architecture.md describes the layers.
 """
 
 from ember import accelerator as accelerator
@@ -110,7 +110,7 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    # ember.compile and ember.compiler load the compiler on first use (DESIGN.md section 1).
+    # ember.compile and ember.compiler load the compiler on first use (docs/architecture.md §1).
     if name in ("compile", "compiler", "_dynamo", "_logging"):
         import importlib
 

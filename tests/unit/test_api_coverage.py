@@ -136,7 +136,7 @@ def test_rule_keeps_api_and_drops_imports():
 # bare name), then substrings (first match wins).
 _REMOVED = "removed from torch (calling it raises there); use ember.linalg"
 _LU = "LU/LDL factorisations and low-rank methods: not built (ember.linalg has the rest)"
-_DTYPES = "a dtype ember does not have (DESIGN.md section 2 lists ember's dtypes)"
+_DTYPES = "a dtype ember does not have (ember has float16/32/64, bfloat16, int8-64, uint8, bool)"
 _BUILD = "torch's build metadata or import machinery (ember.__version__ is ember's)"
 _DISPATCH = "torch's dispatcher internals and __torch_function__: ember.dispatch has its own"
 _DEVICE = "device namespaces: accelerators other than the CPU"
@@ -255,7 +255,7 @@ _EXACT = {
     "is_tensor_like": _DISPATCH, "is_view_replay_enabled": "internal switch of torch's engine",
     "NestedIOFunction": "legacy autograd Function API: use ember.autograd.Function",
     "variable": "module torch.autograd.variable: ember.autograd.Variable is there",
-    "DistributedSampler": "distributed: ember.distributed is planned (DESIGN.md section 7)",
+    "DistributedSampler": "distributed: ember.distributed is planned (docs/architecture.md §6)",
 }
 _PROPOSALS = [
     (("quant", "qint", "QInt", "QUInt", "quint", "qscheme", "q_per_channel", "q_scale",
@@ -282,7 +282,7 @@ _PROPOSALS = [
     (("sym_", "Sym", "fx", "export", "cond", "while_loop", "vmap", "func", "compiler"),
      "compiler: symbolic shapes, FX, export and functorch transforms are not in ember.compile"),
     (("distributed", "DataParallel", "SyncBatchNorm", "DistributedSampler", "rpc", "RRef",
-      "batch_norm_"), "distributed: ember.distributed is planned (DESIGN.md section 7)"),
+      "batch_norm_"), "distributed: ember.distributed is planned (docs/architecture.md §6)"),
     (("Storage", "StorageContext"),
      "typed storage internals of torch's serialization: ember has TypedStorage, "
      "UntypedStorage and the legacy FloatStorage-style classes"),
