@@ -26,6 +26,8 @@ and the allocator never hands that memory to anyone else. Kernels' internal view
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
 from ember.core.device import CPU, Device
@@ -141,6 +143,38 @@ class Storage:
 
     def __len__(self) -> int:
         return self._nbytes
+
+    def is_shared(self) -> bool:
+        """Whether the bytes live in shared memory (``torch.UntypedStorage.is_shared``)."""
+        return isinstance(getattr(self, "_owner", None), mmap.mmap)
+
+    def share_memory_(self) -> Storage:
+        """Move the bytes into shared memory (``torch.UntypedStorage.share_memory_``).
+
+        NOTE [Shared storages]
+        A CPU storage's bytes are copied into an anonymous shared mapping, which processes
+        forked afterwards (DataLoader workers, data-parallel ranks on one machine) share with
+        this one: a write on either side is seen by the other. The allocator block the bytes
+        came from is released; arrays over the old bytes must be dropped by the caller
+        (``Tensor.share_memory_`` clears the tensors' cached arrays). As in torch, an array
+        handed out earlier by ``numpy()`` keeps the old bytes. Storages on other devices are
+        left alone (torch: CUDA memory is already shareable). Returns ``self``.
+        """
+        if self._device is not CPU or self.is_shared():
+            return self
+        nbytes = self._nbytes
+        shared = mmap.mmap(-1, max(nbytes, 1))  # anonymous MAP_SHARED: inherited by fork
+        buf = np.frombuffer(shared, np.uint8, nbytes)
+        if nbytes:
+            buf[:] = self.data
+        block, alloc = self._block, self._alloc
+        self._block = None
+        self._alloc = None
+        self._buf, self._bytes, self._ptr, self._owner = buf, None, None, shared
+        if block is not None:
+            block.arr = None  # the block's cached array must not be handed out again
+            alloc.free(block)
+        return self
 
     def __repr__(self) -> str:
         return f"<ember.UntypedStorage nbytes={self._nbytes} device={self._device}>"

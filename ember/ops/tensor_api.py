@@ -99,8 +99,8 @@ def _storage(self: Tensor) -> TypedStorage:
 
 @tensor_method("is_shared")
 def _is_shared(self: Tensor) -> bool:
-    """Whether ``share_memory_`` was called on this tensor's storage (NOTE [Shared storages]
-    in ember/tensor/typed_storage.py).
+    """Whether this tensor's storage lives in shared memory (``torch.Tensor.is_shared``; NOTE
+    [Shared storages] in ember/memory/storage.py).
 
     Example:
         >>> x = ember.ones(2)
@@ -112,7 +112,10 @@ def _is_shared(self: Tensor) -> bool:
 
 @tensor_method("share_memory_")
 def _share_memory_(self: Tensor) -> Tensor:
-    """Mark the storage shared and return ``self`` (NOTE [Shared storages]).
+    """Move the storage into shared memory and return ``self`` (``torch.Tensor.share_memory_``).
+
+    A no-op when it is there already. Processes forked afterwards share the bytes: a write on
+    either side shows on the other (NOTE [Shared storages] in ember/memory/storage.py).
 
     Example:
         >>> x = ember.ones(2)

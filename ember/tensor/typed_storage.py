@@ -1,19 +1,14 @@
 """``Tensor.storage()``: an untyped Storage seen as elements of one dtype (torch.TypedStorage).
 
 A TypedStorage holds no bytes of its own: it reads and writes the untyped Storage it wraps, so
-a write through it shows in every tensor over that storage. Sharing is recorded per Storage
-(NOTE [Shared storages]).
-
-NOTE [Shared storages]
-``share_memory_()`` marks a storage as shared and ``is_shared()`` reports it, which is what
-DataLoader and DDP code asks. ember's CPU storages come from the caching allocator of this
-process; they are not moved into an OS shared-memory segment, because every existing view
-caches an array over the current memory. Forked workers see the parent's data at fork time.
+a write through it shows in every tensor over that storage. ``share_memory_`` moves a CPU
+storage's bytes into shared memory and every tensor over it drops its cached array (NOTE
+[Shared storages] in ember/memory/storage.py).
 """
 
 from __future__ import annotations
 
-import weakref
+import gc
 
 import numpy as np
 
@@ -22,17 +17,20 @@ from ember.memory.storage import Storage
 
 __all__ = ["TypedStorage", "is_shared", "mark_shared", "storage_type_name", "tensor_type_name"]
 
-_SHARED: weakref.WeakSet = weakref.WeakSet()
-
-
 def is_shared(storage: Storage) -> bool:
-    """Whether ``share_memory_`` was called on ``storage`` (NOTE [Shared storages])."""
-    return storage in _SHARED
+    """Whether ``storage``'s bytes live in shared memory (NOTE [Shared storages])."""
+    return storage.is_shared()
 
 
 def mark_shared(storage: Storage) -> None:
-    """Record ``storage`` as shared (NOTE [Shared storages])."""
-    _SHARED.add(storage)
+    """Move ``storage`` into shared memory and drop the arrays tensors cached over its old
+    bytes (NOTE [Shared storages] in ember/memory/storage.py)."""
+    if storage.is_shared():
+        return
+    storage.share_memory_()
+    for holder in gc.get_referrers(storage):  # rare and one-off, like torch's copy into shm
+        if getattr(holder, "_storage", None) is storage and hasattr(holder, "_arr"):
+            holder._arr = None
 
 
 def _type_prefix(device) -> str:

@@ -3,6 +3,7 @@ autograd of in-place views, refusals of resize_/set_/type, sgn's zero gradient."
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import pytest
@@ -51,6 +52,29 @@ def test_share_memory_marks_the_storage_for_every_view():
     assert x.is_shared() and v.is_shared() and v.storage().is_shared()
     t = torch.zeros(4)
     assert not t.is_shared() and t.share_memory_().is_shared()
+
+
+def test_share_memory_moves_the_bytes_into_memory_a_forked_child_writes():
+    x = ember.arange(8.0).reshape(2, 4)
+    v = x.t()[1:]  # a non-contiguous view, its array cached before the move
+    before = v.tolist()
+    grad_owner = ember.ones(3, requires_grad=True)
+    (grad_owner * 2).sum().backward()
+    old_ptr = x.untyped_storage().data_ptr()
+    x.share_memory_()
+    assert x.untyped_storage().data_ptr() != old_ptr and v.tolist() == before
+    assert x.share_memory_().untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    grad_owner.grad.share_memory_()  # a gradient as DDP shares it
+    pid = os.fork()
+    if pid == 0:  # the child writes through a view and leaves at once
+        v[0, 0] = -1.0
+        grad_owner.grad.mul_(5)
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert x[0, 1].item() == -1.0 and v[0, 0].item() == -1.0
+    assert grad_owner.grad.tolist() == [10.0, 10.0, 10.0]
+    x.add_(1)  # the parent's own writes still reach every view
+    assert v[0, 0].item() == 0.0
 
 
 @pytest.mark.parametrize("op,args", [("squeeze_", ()), ("unsqueeze_", (0,)), ("t_", ()),
