@@ -655,6 +655,8 @@ class ViewOfBaseBackward(Node):
 
 
 def _rebase_history(t: Tensor, node: Node) -> None:
+    if not t._dtype.is_floating_point:  # an integer or bool tensor written in place (copy_)
+        return  # never requires grad, as in torch
     base = t._base
     if base is None:
         mark_requires_grad(t, node, 0)

@@ -330,3 +330,15 @@ def test_deprecated_non_inplace_resize_like_torch():
             x.resize(4)
         with pytest.warns(UserWarning):
             assert tuple(x.resize_as(lib.zeros(3, 2)).shape) == (3, 2)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "uint8", "float64", "float16"])
+def test_casts_and_copies_into_non_float_tensors_do_not_require_grad_like_torch(dtype):
+    for lib in (ember, torch):
+        x = lib.ones(3, requires_grad=True)
+        y = x.to(getattr(lib, dtype))
+        out = lib.zeros(3, dtype=getattr(lib, dtype))
+        out.copy_(x)
+        want = dtype.startswith("float")
+        assert y.requires_grad is want and (y.grad_fn is not None) is want, lib.__name__
+        assert out.requires_grad is want, lib.__name__
