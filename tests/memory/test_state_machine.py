@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ember.errors import OutOfMemoryError
-from ember.memory.allocator import CachingAllocator, MetaBackend
+from ember.memory.allocator import CachingAllocator, MetaBackend, allocation_size, round_size
 from ember.memory.config import parse_alloc_conf
 from ember.memory.stats import memory_stats
 
@@ -29,7 +29,12 @@ class AllocatorMachine(RuleBasedStateMachine):
         try:
             block = self.alloc.malloc(nbytes)
         except OutOfMemoryError:
-            assert self.alloc.all.rb + 2 * MiB > self.alloc.limit or self.alloc.limit < 64 * MiB
+            # legitimate only when, after releasing every cached segment it could, the segment
+            # this request needs does not fit under the limit (partly used segments stay)
+            a = self.alloc
+            size = (nbytes + 511) & -512 if a.divisions is None else \
+                round_size(nbytes, a.divisions)
+            assert a.all.rb + allocation_size(size) > a.limit, "out of memory with room left"
             return
         assert block.size >= nbytes and block.requested == nbytes
         self.live.append(block)
