@@ -81,6 +81,23 @@ class OpSchema:
     def is_mutable(self) -> bool:
         return any(a.is_write for a in self.arguments)
 
+    def bind(self, args: tuple, kwargs: dict) -> dict:
+        """Every argument by name for a call ``op(*args, **kwargs)``, defaults filled in.
+
+        Example:
+            >>> ember.ops.aten.add.Tensor.schema.bind((1, 2), {})["alpha"]
+            1
+        """
+        bound = {}
+        for i, a in enumerate(self.arguments):
+            if i < len(args) and not a.kwarg_only:
+                bound[a.name] = args[i]
+            elif a.name in kwargs:
+                bound[a.name] = kwargs[a.name]
+            else:
+                bound[a.name] = a.default
+        return bound
+
     def __str__(self) -> str:
         return self.text
 

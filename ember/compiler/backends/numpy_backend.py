@@ -83,18 +83,6 @@ def rule(*names):
     return deco
 
 
-def _bind(op: Operator, args: tuple, kwargs: dict) -> dict:
-    b = {}
-    for i, a in enumerate(op.schema.arguments):
-        if i < len(args) and not a.kwarg_only:
-            b[a.name] = args[i]
-        elif a.name in kwargs:
-            b[a.name] = kwargs[a.name]
-        else:
-            b[a.name] = a.default
-    return b
-
-
 def _is_float_tensor(x) -> bool:
     return isinstance(x, Node) and isinstance(x.val, Tensor) and x.val.dtype in _FLOATS
 
@@ -735,7 +723,7 @@ class _Gen:
         if fn is not None and self._renderable(node):
             mark = len(self.lines)
             try:
-                expr = fn(self, node, _bind(t, node.args, node.kwargs))
+                expr = fn(self, node, t.schema.bind(node.args, node.kwargs))
             except (KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError):
                 expr = None
             if expr is None:

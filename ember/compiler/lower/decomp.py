@@ -41,18 +41,6 @@ def rule(*names):
     return deco
 
 
-def _bind(target: Operator, args: tuple, kwargs: dict) -> dict:
-    b = {}
-    for i, a in enumerate(target.schema.arguments):
-        if i < len(args) and not a.kwarg_only:
-            b[a.name] = args[i]
-        elif a.name in kwargs:
-            b[a.name] = kwargs[a.name]
-        else:
-            b[a.name] = a.default
-    return b
-
-
 class Lowering:
     """Walks a graph and builds LNodes; ``map`` takes a graph node to its LNode(s)."""
 
@@ -151,7 +139,7 @@ class Lowering:
             return None
         mark = len(self.nodes)
         try:
-            res = fn(self, node, _bind(t, node.args, node.kwargs))
+            res = fn(self, node, t.schema.bind(node.args, node.kwargs))
         except (NotLowerable, KeyError, TypeError, IndexError, ZeroDivisionError,
                 AttributeError, ValueError):
             res = None
