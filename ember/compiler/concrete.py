@@ -438,16 +438,10 @@ def load_global(fr, name):
 @_h("LOAD_GLOBAL")
 def _load_global(fr, ins):
     v = load_global(fr, ins.argval)
-    S = fr.S
     if ins.flags & PUSH_NULL:
-        if PY >= (3, 13):
-            S.append(v)
-            S.append(NULL)
-        else:
-            S.append(NULL)
-            S.append(v)
+        push_method_pair(fr.S, v)
     else:
-        S.append(v)
+        fr.S.append(v)
 
 
 @_h("STORE_GLOBAL")

@@ -36,7 +36,7 @@ from __future__ import annotations
 import types
 
 from ember.compiler import concrete
-from ember.compiler.bytecode import METHOD, PY, SLOT_CELL, SLOT_FREE, CodeInfo, decode
+from ember.compiler.bytecode import METHOD, PUSH_NULL, SLOT_CELL, SLOT_FREE, CodeInfo, decode
 from ember.compiler.concrete import NULL, Frame, push_method_pair
 from ember.compiler.config import config
 from ember.compiler.graph import Graph
@@ -909,16 +909,10 @@ def _load_global(cap: Capture, fr: Frame, ins):
         v = concrete.load_global(fr, name)
         if name in fr.g:
             v = cap.wrap(v, global_source(fr.g, cap.G, name))
-    S = fr.S
-    if ins.flags & 2:
-        if PY >= (3, 13):
-            S.append(v)
-            S.append(NULL)
-        else:
-            S.append(NULL)
-            S.append(v)
+    if ins.flags & PUSH_NULL:
+        push_method_pair(fr.S, v)
     else:
-        S.append(v)
+        fr.S.append(v)
 
 
 @_s("STORE_GLOBAL")
