@@ -323,14 +323,15 @@ def _matmul_backward(ctx, grad):
     elif len(b2_shape) == 2:  # (*, m, k) @ (k, p): b's gradient folds the batch into the rows
         ga = matmul(g, b2.mT) if need_a else None
         if need_b:
-            rows = a2.reshape(a2.numel() // k if k else 0, k)
-            g2 = g.reshape(g.numel() // p if p else 0, p)
+            rows = a2.reshape(math.prod(a2_shape[:-1]), k)  # sizes, not numel // k: k may be 0
+            g2 = g.reshape(math.prod(g.shape[:-1]), p)
             gb = mm_mat2_grad(g2, rows, b2_shape, ctx.stride_of("other")) \
                 if len(b_shape) == 2 else mm(rows.mT, g2)
     elif len(a2_shape) == 2:  # (m, k) @ (*, k, p): a's gradient folds the batch into the columns
         if need_a:
-            rows = b2.movedim(-2, 0).reshape(k, b2.numel() // k if k else 0)
-            ga = mm(g.movedim(-2, 0).reshape(m, g.numel() // m if m else 0), rows.mT)
+            rest_b = math.prod(b2_shape[:-2]) * p
+            rows = b2.movedim(-2, 0).reshape(k, rest_b)
+            ga = mm(g.movedim(-2, 0).reshape(m, rest_b), rows.mT)
         gb = matmul(a2.mT, g) if need_b else None
     else:
         ga = matmul(g, b2.mT) if need_a else None

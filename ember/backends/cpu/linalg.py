@@ -45,8 +45,9 @@ def _product_into(x: np.ndarray, y: np.ndarray, o: Tensor, prod=np.matmul) -> Te
         # NOTE [Batched times matrix]: NumPy's batched matmul loops without BLAS when an
         # operand is strided (a transposed weight); one 2-D GEMM over the flattened batch is
         # 50-100x faster and gives the same values.
-        flat = dst.reshape(-1, dst.shape[-1])
-        x2 = x.reshape(-1, x.shape[-1])
+        rows = int(np.prod(x.shape[:-1]))  # not -1: a size-0 reshape cannot infer it
+        flat = dst.reshape(rows, dst.shape[-1])
+        x2 = x.reshape(rows, x.shape[-1])
         if dst.dtype == x.dtype:
             np.matmul(x2, y, out=flat)
         else:
