@@ -368,8 +368,8 @@ def _masked_pow(base: Tensor, exponent: float) -> Tensor:
 
 def _cdist_direct(x1: Tensor, x2: Tensor, p: float) -> Tensor:
     diffs = abs(unsqueeze(x1, -2) - unsqueeze(x2, -3))           # (..., R1, R2, M)
-    if p == 0:
-        return sum(gt(diffs, 0).to(x1.dtype), -1)
+    if p == 0:  # a count; still differentiable (zero gradients), as torch's CdistBackward0
+        return sum(gt(diffs, 0).to(x1.dtype), -1) + sum(diffs * 0.0, -1)
     if p == math.inf:
         return amax(diffs, -1) if diffs.shape[-1] else sum(diffs, -1)
     if p == 1:

@@ -228,7 +228,7 @@ def test_corrcoef(dtype, layout):
 @pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, 0.5, math.inf])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 def test_cdist(dtype, p, layout):
-    grad = p != 0.0
+    grad = True  # p == 0 too: torch's result requires grad, with zero gradients
     check(lambda lib, a, b: lib.cdist(a, b, p=p), [((4, 3), layout), ((5, 3), "strided")],
           dtype, grad=grad)
     check(lambda lib, a, b: lib.cdist(a, b, p=p), [((2, 1, 3, 4), layout), ((3, 2, 4), layout)],
@@ -243,6 +243,13 @@ def test_cdist_compute_modes(dtype, mode):
           [((30, 3), "contiguous"), ((4, 3), "transposed")], dtype)
     check(lambda lib, a, b: lib.cdist(a, b, compute_mode=mode),
           [((3, 4), "contiguous"), ((5, 4), "strided")], dtype)
+
+
+@pytest.mark.parametrize("p", [0.0, 2.0])
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"])
+def test_cdist_positional_p_and_mode(p, mode):
+    check(lambda lib, a, b: lib.cdist(a, b, p, mode),
+          [((3, 2), "transposed"), ((4, 2), "strided")], "float64", grad=True)
 
 
 @pytest.mark.parametrize("p", [1.0, 2.0, 0.5, math.inf])
