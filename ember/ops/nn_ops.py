@@ -451,8 +451,8 @@ def _native_layer_norm_backward(ctx, grad, grad_mean, grad_rstd):
     c2 = gw.mean(dims, keepdim=True)
     grad_input = (gw - c2 - xhat * c1) * rstd
     grads = [grad_input]  # one per tensor argument given (weight, bias may be None)
-    if w is not None:
-        grads.append((grad * xhat).sum(batch))
+    if w is not None:  # sum(dim=[]) would reduce every dim: no batch dims, no sum
+        grads.append((grad * xhat).sum(batch) if batch else grad * xhat)
     if b is not None:
-        grads.append(grad.sum(batch))
+        grads.append(grad.sum(batch) if batch else grad)
     return tuple(grads)

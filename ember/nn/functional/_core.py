@@ -170,13 +170,14 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         >>> F.prelu(ember.tensor([[-2.0, 3.0]]), ember.tensor([0.25]))
         tensor([[-0.5000,  3.0000]])
     """
-    if weight.numel() != 1:
-        c = input.shape[1] if input.dim() >= 2 else input.shape[0] if input.dim() else 1
-        if weight.numel() != c:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
-                               f"parameter numbers = {weight.numel()} and channel size = {c}.")
-        if input.dim() >= 2:
-            weight = weight.reshape(c, *([1] * (input.dim() - 2)))
+    c = input.shape[1] if input.dim() >= 2 else 1  # below 2 dims there is one channel
+    if weight.numel() != 1 and weight.numel() != c:
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                           f"parameter numbers = {weight.numel()} and channel size = {c}.")
+    if input.dim() >= 2:
+        weight = weight.reshape(weight.numel(), *([1] * (input.dim() - 2)))
+    else:  # a single slope: the result keeps input's shape (0-d stays 0-d)
+        weight = weight.reshape(())
     return where(input > 0, input, weight * input)
 
 
@@ -980,6 +981,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         _verify_batch_size(input.shape)
     elif running_mean is None or running_var is None:
         raise RuntimeError("running_mean must be defined in evaluation mode")
+    if input.numel() == 0:  # torch's empty-input path: statistics untouched, channel 0 affine
+        out = input.clone()
+        out = out * weight[0] if weight is not None else out
+        return out + bias[0] if bias is not None else out
     nd = input.dim()
     dims = (0, *range(2, nd))
     view = lambda t: _channel_view(t, nd)  # noqa: E731

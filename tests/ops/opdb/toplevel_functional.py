@@ -35,6 +35,17 @@ def _norm_samples(d):
         x = _x((2, 3, 4), d, lay)
         yield SampleInput((x, (4,), _x((4,), d), _x((4,), d), 1e-5, True), {}, f"{lay}-affine")
         yield SampleInput((x, [3, 4]), {}, f"{lay}-plain")
+    # normalized_shape covering every dim (no batch dims), weight/bias of the full shape
+    yield SampleInput((_x((1, 2, 3), d, "permuted"), [1, 2, 3], _x((1, 2, 3), d),
+                       _x((1, 2, 3), d), 0.5), {}, "all-dims")
+    yield SampleInput((_x((2, 0, 3), d), [3], _x((3,), d), _x((3,), d)), {}, "empty-batch")
+
+
+def _native_layer_norm_samples(d):
+    for x, shape, wb in (((1, 2, 3), [1, 2, 3], (1, 2, 3)), ((2, 3, 4), [4], (4,)),
+                         ((2, 3, 4), [3, 4], None)):
+        w, b = (_x(wb, d), _x(wb, d)) if wb else (None, None)
+        yield SampleInput((_x(x, d, "permuted"), shape, w, b, 0.5), {}, f"{list(x)}{shape}")
 
 
 def _group_norm_samples(d):
@@ -52,6 +63,11 @@ def _batch_norm_samples(d):
                           f"train={training}")
         yield SampleInput((x, None, None, None, None, True, 0.1, 1e-5, False), {},
                           f"no-stats-{training}")
+        # empty inputs: torch returns a clone (then channel 0's affine), statistics untouched
+        yield SampleInput((_x((0,), d), None, None, _x((0,), d), _x((0,), d), training, 0.1,
+                           1e-5, False), {}, f"empty-1d-{training}")
+        yield SampleInput((_x((0, 3), d), w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5,
+                           False), {}, f"empty-batch-{training}")
 
 
 def _batch_norm_stats(lib, x, w, b, rm, rv, training, momentum, eps, cudnn):
@@ -130,6 +146,10 @@ def _inplace_act(name):
 def _prelu_samples(d):
     yield SampleInput((_x((2, 3, 4), d, "strided"), _x((3,), d)), {}, "channels")
     yield SampleInput((_x((2, 3), d), _x((1,), d)), {}, "single")
+    yield SampleInput((_x((), d), _x((1,), d)), {}, "0-d")
+    yield SampleInput((_x((4,), d, "strided"), _x((1,), d)), {}, "1-d")
+    yield SampleInput((_x((2, 3), d), _x((), d)), {}, "0-d-weight")
+    yield SampleInput((_x((0, 3, 2), d), _x((3,), d)), {}, "empty")
 
 
 def _bilinear_samples(d):
@@ -195,6 +215,8 @@ OPS = [
     OpInfo("top.feature_alpha_dropout_", _inplace_dropout("feature_alpha_dropout_"),
            _dropout_samples, dtypes=F2),
     OpInfo("top.layer_norm", _fn("layer_norm"), _norm_samples, dtypes=FLOATS, tol=LOOSE),
+    OpInfo("native_layer_norm", _fn("native_layer_norm"), _native_layer_norm_samples, dtypes=F2,
+           tol=LOOSE),
     OpInfo("top.rms_norm", _fn("rms_norm"), _rms_samples, dtypes=FLOATS, tol=LOOSE),
     OpInfo("top.group_norm", _fn("group_norm"), _group_norm_samples, dtypes=FLOATS, tol=LOOSE),
     OpInfo("top.batch_norm", _batch_norm_stats, _batch_norm_samples, dtypes=F2, tol=LOOSE),
