@@ -243,6 +243,8 @@ def transpose(self: Tensor, dim0: int, dim1: int):
     """
     nd = len(self._shape)
     a, b = canonical_dim(dim0, nd), canonical_dim(dim1, nd)
+    if nd == 0:  # dims 0 and -1 name the 0-d tensor itself
+        return (), (), self._offset
     shape, stride = list(self._shape), list(self._stride)
     shape[a], shape[b] = shape[b], shape[a]
     stride[a], stride[b] = stride[b], stride[a]
@@ -443,9 +445,11 @@ def narrow(self: Tensor, dim: int, start: int, length: int):
     return shape, self._stride, self._offset + start * self._stride[d]
 
 
-@derivative(narrow)
+@derivative(narrow, save=("start",))
 def _narrow_backward(ctx, grad):
-    return embed(grad, ctx, lambda z: narrow(z, ctx.dim, ctx.start, ctx.length))
+    start = ctx.start  # torch's narrow.Tensor overload: a 0-d tensor, not differentiable
+    g = embed(grad, ctx, lambda z: narrow(z, ctx.dim, int(start), ctx.length))
+    return (g, None) if isinstance(start, Tensor) else g
 
 
 @view_operator("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")

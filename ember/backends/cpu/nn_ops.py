@@ -60,8 +60,7 @@ def _softmax_kernel(op, log: bool):
                 np.exp(r, out=e)
                 s = np.sum(e, axis=axis, keepdims=True)
                 del e, e_st
-                np.log(s, out=s)
-                r -= s
+                r -= np.log(s)  # s is a NumPy scalar, not an array, for a 0-d input
             else:
                 np.exp(r, out=r)
                 r /= np.sum(r, axis=axis, keepdims=True)

@@ -11,7 +11,30 @@ def _samples(shape, *args_list, layouts=("contiguous", "permuted", "strided", "o
     return gen
 
 
+def _narrow_tensor_start(dtype):
+    """``start`` as a 0-d int64 tensor (torch's narrow.Tensor overload), negative too."""
+    import ember
+
+    for lay, t in hostile((4, 5), dtype, layouts=("contiguous", "permuted", "strided")):
+        for dim, start, length in ((1, 1, 2), (0, -3, 2), (-1, 0, 0)):
+            yield SampleInput((t, dim, ember.tensor(start), length), {}, f"{lay}-{start}")
+
+
+def _zero_d(*args_list):
+    """0-d inputs (and 1-d ones) with dims 0 / -1, which name the tensor's only dim."""
+    def gen(dtype):
+        for shape in ((), (3,), (0,)):
+            for lay, t in hostile(shape, dtype, layouts=("contiguous", "offset")):
+                for args in args_list:
+                    yield SampleInput((t, *args), {}, f"{lay}{list(shape)}{args}")
+    return gen
+
+
 OPS = [
+    OpInfo("narrow_tensor_start", lambda lib, x, *a: lib.narrow(x, *a), _narrow_tensor_start,
+           dtypes=ALL, is_view=True, meta=False),  # a meta ``start`` has no value to read
+    OpInfo("transpose_0d", lambda lib, x, a, b: lib.transpose(x, a, b),
+           _zero_d((0, 0), (-1, 0), (0, -1)), dtypes=ALL, is_view=True),
     OpInfo("view", lambda lib, x, *s: x.view(*s),
            _samples((2, 3, 4), ((6, 4),), ((-1,),), ((2, 12),), ((4, 1, 6),),
                     layouts=("contiguous", "offset")), dtypes=ALL, is_view=True),
