@@ -15,3 +15,8 @@ __all__ = ["Module", "Parameter", "functional", "init", "utils"]
 from ember.nn.parameter import Buffer, UninitializedBuffer, UninitializedParameter  # noqa: E402
 
 __all__ += ["Buffer", "UninitializedBuffer", "UninitializedParameter"]
+
+from ember.nn import parallel  # noqa: E402
+from ember.nn.parallel import DataParallel  # noqa: E402
+
+__all__ += ["DataParallel", "parallel"]

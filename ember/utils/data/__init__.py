@@ -30,3 +30,8 @@ __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Datas
            "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset",
            "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
            "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split"]
+
+from ember.utils.data import distributed  # noqa: E402
+from ember.utils.data.distributed import DistributedSampler  # noqa: E402
+
+__all__ += ["DistributedSampler", "distributed"]
