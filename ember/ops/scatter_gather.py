@@ -27,7 +27,7 @@ from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, canonical_dim, numel
 from ember.ops._define import Spec, Tag, composite, derivative, operator, tensor_method
 from ember.ops.creation import ones, zeros
-from ember.ops.pointwise import _TN, check_writable, where
+from ember.ops.pointwise import _TN, check_writable, lt, where
 from ember.ops.shape import cat
 from ember.ops.views import sum_to_shape
 from ember.tensor import Tensor
@@ -78,12 +78,13 @@ def check_bounds(values: np.ndarray, size: int, dim: int, *, negative: bool = Fa
 
 
 def _scatter_shape_check(name: str, self: Tensor, dim: int, index: Tensor, src) -> None:
-    if index._dtype not in _INT_INDEX:
+    empty = numel(index._shape) == 0  # torch checks nothing about an empty index
+    if index._dtype not in _INT_INDEX and not empty:
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
-    if _nd(index) != _nd(self):
+    if _nd(index) != _nd(self) and not empty:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if isinstance(src, Tensor):
-        if _nd(src) != _nd(self):
+        if _nd(src) != _nd(self) and not empty:
             raise RuntimeError("Index tensor must have the same number of dimensions as src "
                                "tensor")
         if src._dtype is not self._dtype:
@@ -167,11 +168,12 @@ def gather(self, dim, index, *, sparse_grad=False, out=None):
     """
     _check_tensor(self, "gather")
     dim = canonical_dim(dim, self.dim())
-    if index._dtype not in _INT_INDEX:
-        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
-    if _nd(index) != _nd(self):
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    if numel(index._shape):
+    if numel(index._shape):  # torch checks nothing about an empty index
+        if index._dtype not in _INT_INDEX:
+            raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+        if _nd(index) != _nd(self):
+            raise RuntimeError("Index tensor must have the same number of dimensions as input "
+                               "tensor")
         for d in range(_nd(self)):
             if d != dim and _size(index, d) > _size(self, d):
                 raise RuntimeError(f"Size does not match at dimension {d} expected index "
@@ -1158,6 +1160,8 @@ def take_along_dim(self: Tensor, indices: Tensor, dim=None, *, out=None) -> Tens
     if dim is None:
         return gather(view(self, -1), 0, view(indices, -1), **kw)  # view, as PyTorch
     dim = canonical_dim(dim, self.dim())
+    if self.dim():  # along a dim, negative indices count from the end (as torch wraps them)
+        indices = where(lt(indices, 0), indices + self._shape[dim], indices)
     if self.dim() != indices.dim():
         raise RuntimeError(f"take_along_dim(): input and indices should have the same number "
                            f"of dimensions, but got {self.dim()} dimensions for input, and "

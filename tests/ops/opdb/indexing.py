@@ -68,6 +68,11 @@ def gather_samples(dtype):
                       "expanded-index")
     yield SampleInput((make((3, 4), dtype), 1, rand_index((3, 2), 4)),
                       {"out": ember.empty(0, dtype=getattr(ember, dtype))}, "out")
+    # torch checks neither dtype nor rank of an empty index
+    for idx in (ember.zeros(0, dtype=ember.uint8), ember.zeros(0, 4, 2, dtype=ember.int64),
+                ember.zeros(3, 0, dtype=ember.float32)):
+        yield SampleInput((make((3, 4), dtype, layout="strided"), 0, idx), {},
+                          f"empty-{idx.dtype}-{list(idx.shape)}")
 
 
 def scatter_samples(dtype, *, value=False, reduce=None, src_bigger=True):
@@ -82,6 +87,8 @@ def scatter_samples(dtype, *, value=False, reduce=None, src_bigger=True):
                        scalar_for(dtype) if value else make((), dtype)), {}, "0d")
     yield SampleInput((make((3, 4), dtype), 1, ember.zeros(0, 2, dtype=ember.int64),
                        scalar_for(dtype) if value else make((1, 2), dtype)), {}, "empty-index")
+    yield SampleInput((make((3, 4), dtype), 0, ember.zeros(0, dtype=ember.uint8),
+                       scalar_for(dtype) if value else make((0,), dtype)), {}, "empty-uint8")
 
 
 def dup_scatter_samples(dtype, writable=False):
@@ -275,6 +282,10 @@ def take_along_samples(dtype):
         yield SampleInput((x, rand_index((1, 4), 3, "permuted")), {"dim": 0}, f"{lay}-bcast")
         yield SampleInput((x, rand_index((5,), 12)), {}, f"{lay}-flat")
     yield SampleInput((make((1, 4), dtype), rand_index((3, 2), 4)), {"dim": -1}, "bcast-self")
+    # along a dim, negative indices wrap (positional dim as well)
+    for lay, x in hostile((3, 4), dtype, layouts=("contiguous", "permuted")):
+        yield SampleInput((x, rand_index((3, 2), 0, "strided", low=-4), 1), {}, f"{lay}-neg")
+        yield SampleInput((x, rand_index((2, 4), 3, low=-3), 0), {}, f"{lay}-neg-d0")
     yield SampleInput((make((3, 4), dtype), rand_index((3, 2), 4)),
                       {"dim": 1, **_out_kw(dtype)}, "out")
 
