@@ -33,6 +33,7 @@ from ember.distributed.c10d import (
     all_reduce,
     all_to_all,
     all_to_all_single,
+    alloc_buffer,
     barrier,
     broadcast,
     broadcast_object_list,
@@ -80,5 +81,5 @@ __all__ = [
     "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
     "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single",
     "all_to_all", "send", "recv", "isend", "irecv", "barrier", "broadcast_object_list",
-    "all_gather_object", "gather_object", "empty_shared",
+    "all_gather_object", "gather_object", "empty_shared", "alloc_buffer",
 ]

@@ -34,7 +34,7 @@ __all__ = [
     "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
     "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single",
     "all_to_all", "send", "recv", "isend", "irecv", "barrier", "broadcast_object_list",
-    "all_gather_object", "gather_object", "empty_shared", "get_debug_level",
+    "all_gather_object", "gather_object", "empty_shared", "alloc_buffer", "get_debug_level",
 ]
 
 _DEFAULT_TIMEOUT = timedelta(minutes=30)
@@ -906,3 +906,13 @@ def empty_shared(*size, dtype: dt.DType | None = None, group=None) -> Tensor:
     if raw is None:
         return from_numpy(np.empty(size, dtype.np))
     return from_numpy(raw.view(dtype.np).reshape(size))
+
+
+def alloc_buffer(nbytes: int, group=None) -> np.ndarray:
+    """A ``uint8`` NumPy array of ``nbytes`` that the group's engine reduces without a copy-in
+    (in the shm segment on the ``shm`` engine, ordinary memory elsewhere); see
+    ``empty_shared``. ``ember.from_numpy(buf.view(np.float32))`` makes a tensor over it; the
+    memory returns to the segment when the last array or tensor over it dies."""
+    pg = _group(group)
+    raw = pg.empty_shared(nbytes) if pg is not None and nbytes else None
+    return np.empty(nbytes, np.uint8) if raw is None else raw

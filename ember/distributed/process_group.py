@@ -308,6 +308,11 @@ class ProcessGroup:
         """A ``uint8`` array the engine can reduce without copying (None: no such memory)."""
         return None
 
+    def alloc_buffer(self, nbytes: int) -> np.ndarray:
+        """``empty_shared`` memory, or ordinary memory when the engine has none."""
+        raw = self.empty_shared(nbytes) if nbytes else None
+        return np.empty(nbytes, np.uint8) if raw is None else raw
+
     def abort(self, reason: str) -> None:
         """Tell the peers this rank is failing (best effort)."""
 
