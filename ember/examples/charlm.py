@@ -268,6 +268,9 @@ def build_parser() -> OneLineParser:
                            "MB megabytes (10**6 bytes)")
     p.add_argument("--memory-report", action="store_true",
                    help="print ember.memory.memory_summary() after training")
+    p.add_argument("--profile", metavar="DIR", default=None,
+                   help="profile training steps 2-4 (time, shapes, memory): Chrome trace and "
+                        "HTML report in DIR")
     return p
 
 
@@ -483,6 +486,25 @@ def estimate_line(sched: Schedule, st: RunState, seconds_per_step: float) -> str
             f"{seconds_per_step:.2f} s a step")
 
 
+def start_profiler(out_dir: str | None):
+    """``--profile DIR``: a profiler over steps 2-4 whose trace and report land in DIR."""
+    if out_dir is None:
+        return None
+    from ember.profiler import profile, schedule
+    from ember.profiler.report import write_report
+
+    def ready(prof) -> None:
+        os.makedirs(out_dir, exist_ok=True)
+        trace = os.path.join(out_dir, "charlm.pt.trace.json")
+        prof.export_chrome_trace(trace)
+        print(f"profile: {trace} and {write_report(trace)}")
+
+    prof = profile(schedule=schedule(wait=1, warmup=1, active=3, repeat=1), on_trace_ready=ready,
+                   record_shapes=True, profile_memory=True)
+    prof.start()
+    return prof
+
+
 def train(args, model: GPT, opt, corpus: CharCorpus, st: RunState, stop) -> None:
     """The training loop, from ``st.step`` to the schedule's end or a Ctrl-C (``stop``)."""
     sched = Schedule(st.total, args.time_budget, st.step)
@@ -490,6 +512,7 @@ def train(args, model: GPT, opt, corpus: CharCorpus, st: RunState, stop) -> None
     tokens = args.batch_size * model.cfg.block_size * args.grad_accum
     bar = Progress(start, sched.total, args.quiet)
     t_last, t_first, rate = time.perf_counter(), None, None
+    prof = start_profiler(args.profile)
 
     def next_batch():
         return get_batch(corpus.train, args.batch_size, model.cfg.block_size, st.data_gen)
@@ -498,6 +521,8 @@ def train(args, model: GPT, opt, corpus: CharCorpus, st: RunState, stop) -> None
         for g in opt.param_groups:
             g["lr"] = lr_at(st.step, sched.total or 10**9, args.lr, args.warmup)
         loss = train_step(model, opt, next_batch, args.grad_accum)
+        if prof is not None:
+            prof.step()
         st.step += 1
         st.train.append(loss)
         now = time.perf_counter()
@@ -518,6 +543,8 @@ def train(args, model: GPT, opt, corpus: CharCorpus, st: RunState, stop) -> None
         if st.step % args.save_every == 0 and st.step != sched.total:
             save_checkpoint(args.out, model, opt, corpus, args, st)
     bar.close()
+    if prof is not None:
+        prof.stop()
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -26,6 +26,7 @@ LAYERS = {
     "ops": 6,
     "backends": 7,
     "nn": 8, "optim": 8, "utils": 8, "serialization": 8, "testing": 8, "amp": 8,
+    "profiler": 8, "func": 8,
     "compiler": 9, "distributed": 9,
 }
 # Siblings in these layers never import one another (L0 siblings may).
