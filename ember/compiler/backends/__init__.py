@@ -76,25 +76,26 @@ def _needs_autograd(example_inputs) -> bool:
         isinstance(t, Tensor) and t.requires_grad for t in example_inputs)
 
 
-_warned_grad: set = set()
 
-
-def compile_graph(graph: Graph, example_inputs, backend="numpy") -> Callable:
+def compile_graph(graph: Graph, example_inputs, backend="numpy", _training=True) -> Callable:
     """Compile ``graph`` with ``backend``; the result maps the graph inputs to its outputs.
 
-    While grad mode is on and an input tensor requires grad, built-in backends run the graph
-    on the eager backend so that autograd records it (compiled training is not implemented
-    yet); the first time this happens it is logged under ``EMBER_LOGS=graph_code``.
+    While grad mode is on and an input tensor requires grad, a built-in backend compiles the
+    graph as a training region (``ember.compiler.aot``: a forward and a backward graph run as
+    one autograd node). A region that path cannot take runs on the eager backend, so that
+    autograd records it op by op; the reason is logged under ``EMBER_LOGS=graph_code``.
     """
     fn = lookup_backend(backend)
     gm = GraphModule(graph)
-    if isinstance(backend, str) and backend != "eager" and _needs_autograd(example_inputs):
-        from ember.compiler import logs
+    if _training and isinstance(backend, str) and backend != "eager" and \
+            _needs_autograd(example_inputs):
+        from ember.compiler import aot, logs
 
-        if "grad" not in _warned_grad:
-            _warned_grad.add("grad")
-            logs.log("graph_code", "graph inputs require grad: running the graph with the eager "
-                     "backend so that autograd records it")
+        try:
+            return aot.compile_training(graph, list(example_inputs), backend)
+        except aot.AotUnsupported as e:
+            logs.log("graph_code", f"graph inputs require grad and the region cannot be "
+                     f"compiled for training ({e}): running it with the eager backend")
         return _BACKENDS["eager"](gm, example_inputs)
     compiled = fn(gm, list(example_inputs))
     if not callable(compiled):

@@ -249,12 +249,14 @@ def _gelu(g, node, b):
         return None
     c = math.sqrt(2.0 / math.pi)
     a = g.a(x)
-    # 0.5 * x * (1 + tanh(u)) == x / (1 + exp(-2u)), u = c * x * (1 + 0.044715 * x**2)
+    # 0.5 * x * (1 + tanh(u)) == x * (1 / (1 + exp(-2u))), u = c * x * (1 + 0.044715 * x**2),
+    # in the eager kernel's order of roundings (reciprocal, then the product)
     return Steps([f"np.multiply({a}, {a}, out={{o}})",
                   f"np.multiply({{o}}, {-2.0 * c * 0.044715!r}, out={{o}})",
                   f"np.add({{o}}, {-2.0 * c!r}, out={{o}})", f"np.multiply({{o}}, {a}, out={{o}})",
                   "np.exp({o}, out={o})", "np.add({o}, 1.0, out={o})",
-                  f"np.divide({a}, {{o}}, out={{o}})"], inplace_ok=False)
+                  "np.reciprocal({o}, out={o})",
+                  f"np.multiply({{o}}, {a}, out={{o}})"], inplace_ok=False)
 
 
 # -- reductions ---------------------------------------------------------------------------------
