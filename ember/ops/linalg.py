@@ -1483,13 +1483,15 @@ def linalg_matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, ou
     return Spec(A._shape[:-2], dt.int64)
 
 
-@operator("linalg_pinv(Tensor A, *, Any atol=None, Any rtol=None, bool hermitian=False, "
-          "Tensor(a!)? out=None) -> Tensor", method=False)
-def linalg_pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+@operator("linalg_pinv(Tensor A, Any rcond=None, bool hermitian=False, *, Any atol=None, "
+          "Any rtol=None, Tensor(a!)? out=None) -> Tensor", method=False)
+def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Moore-Penrose pseudo-inverse via the SVD (``hermitian``: the eigen-decomposition).
 
     Singular values at or below ``max(atol, rtol * S.max())`` are treated as zero, with
-    :func:`linalg_matrix_rank`'s defaults (``torch.linalg.pinv``).
+    :func:`linalg_matrix_rank`'s defaults (``torch.linalg.pinv``). The positional ``rcond``
+    (a float or a tensor) is torch's legacy form: ``atol=0, rtol=rcond``. Tolerances given as
+    tensors broadcast with the batch dims and get no gradient.
 
     Shape: ``(*, m, n) -> (*, n, m)``.
 
@@ -1502,12 +1504,33 @@ def linalg_pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
                            "or more dimensions of float, double, cfloat or cdouble types")
     if hermitian:
         _square("linalg.eigh", A)
-    _tolerance_args(atol, rtol)
+    _tolerance_args(atol, rtol if rcond is None else rcond)
     return Spec(A._shape[:-2] + (A._shape[-1], A._shape[-2]), A._dtype)
+
+
+def pinv_tolerances(rcond, atol, rtol) -> tuple:
+    """``(atol, rtol)`` of a ``linalg_pinv`` call (the legacy ``rcond`` is ``rtol``, atol 0)."""
+    return (atol, rtol) if rcond is None else (0.0, rcond)
+
+
+def _tensor_args(ctx, names) -> list:
+    """A ``None`` gradient slot for each argument of ``names`` that was given as a tensor."""
+    out = []
+    for name in names:
+        try:
+            ctx.shape_of(name)
+        except KeyError:
+            continue
+        out.append(None)
+    return out
 
 
 @derivative(linalg_pinv, save=("A", "result"))
 def _linalg_pinv_backward(ctx, grad):
+    return (_pinv_grad(ctx, grad), *_tensor_args(ctx, ("rcond", "atol", "rtol")))
+
+
+def _pinv_grad(ctx, grad):
     # For locally constant rank, X = A^+ has dX = -X dA X + X X^T dA^T (I - A X)
     # + (I - X A) dA^T X^T X, so gA = -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A);
     # the identities are distributed so no eye is built.

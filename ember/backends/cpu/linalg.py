@@ -405,9 +405,10 @@ def _linalg_matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, o
 
 
 @la.linalg_pinv.impl("CPU")
-def _linalg_pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
-    spec = la.linalg_pinv.meta_rule(A, atol=atol, rtol=rtol, hermitian=hermitian)
+def _linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    spec = la.linalg_pinv.meta_rule(A, rcond, hermitian, atol=atol, rtol=rtol)
     o = _out(spec, out, "linalg_pinv")
+    atol, rtol = la.pinv_tolerances(rcond, atol, rtol)
     a = arr(A)
     if a.size == 0:
         arr(o)[...] = 0

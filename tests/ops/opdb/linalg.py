@@ -338,6 +338,18 @@ def _pinv_samples(dtype):
                       "hermitian")
     yield SampleInput((from_np(rank_deficient((4, 4), 2), dtype),), dict(atol=1e-3, rtol=0.0),
                       "atol")
+    # tolerances as 0-d / batched tensors, and torch's positional (rcond, hermitian) form
+    fd = ember.float64 if dtype not in ("float32", "float64") else getattr(ember, dtype)
+    a = _RNG.uniform(-3, 3, (3, 4))
+    yield SampleInput((from_np(a, dtype, "permuted"),), dict(rtol=ember.tensor(0.1, dtype=fd)),
+                      "rtol-0d-tensor")
+    yield SampleInput((from_np(_RNG.uniform(-3, 3, (2, 3, 4)), dtype),),
+                      dict(atol=ember.tensor([1e-3, 1e-2], dtype=fd)),
+                      "atol-batch-tensor")
+    yield SampleInput((from_np(a, dtype, "strided"), 0.2), {}, "rcond-positional")
+    yield SampleInput((from_np(a, dtype), ember.tensor(0.2, dtype=fd)), {}, "rcond-tensor")
+    yield SampleInput((from_np(np.zeros((3, 0)), dtype), 1e-5), {}, "empty-rcond")
+    yield SampleInput((from_np(spd((2, 3, 3)), dtype), 1e-5, True), {}, "rcond-hermitian")
 
 
 def _symmetric_or_not(shape):
@@ -403,7 +415,8 @@ DECOMPS = [
            dtypes=ALL, tol=DECOMP_TOL),
     OpInfo("linalg.matrix_rank", lambda lib, a, **kw: lib.linalg.matrix_rank(a, **kw),
            _rank_samples, dtypes=ALL),
-    OpInfo("linalg.pinv", lambda lib, a, **kw: lib.linalg.pinv(a, **kw), _pinv_samples,
+    OpInfo("linalg.pinv", lambda lib, a, *args, **kw: lib.linalg.pinv(a, *args, **kw),
+           _pinv_samples,
            dtypes=ALL, tol=DECOMP_TOL),
 ]
 
