@@ -1,5 +1,6 @@
 """``torch._dynamo``'s spellings for scripts written against torch: ``explain``, ``reset``,
-``config``, ``disable``, ``allow_in_graph``, ``list_backends``, ``OptimizedModule``."""
+``config``, ``disable``, ``allow_in_graph``, ``list_backends``, ``OptimizedModule``,
+``mark_dynamic``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ember.compiler import (
     reset,
 )
 from ember.compiler import compile as optimize  # noqa: F401
+from ember.compiler.shapes import mark_dynamic
 
 __all__ = ["explain", "reset", "config", "disable", "allow_in_graph", "list_backends",
-           "register_backend", "OptimizedModule", "is_compiling"]
+           "register_backend", "OptimizedModule", "is_compiling", "mark_dynamic"]

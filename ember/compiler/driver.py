@@ -30,7 +30,7 @@ import time
 import types
 
 import ember.compiler.explain  # noqa: F401 - the module (the package exports a function too)
-from ember.compiler import concrete
+from ember.compiler import concrete, shapes
 from ember.compiler.bytecode import CodeInfo, decode
 from ember.compiler.cache import CacheEntry, CodeCache, CompileContext
 from ember.compiler.concrete import Frame, Return
@@ -191,14 +191,21 @@ def _compile_segment(ctx: CompileContext, cc: CodeCache, fn, info: CodeInfo, L: 
     stacks: dict = {}
     res = None
     cap = None
+    static = False
     for _attempt in range(64):
         gb = GuardBuilder()
         gb.add_global_state()
         cap = Capture(fn, info, L, nstack, pc, gb, break_at)
+        shapes.configure(cap, ctx, cc, pc, L, fn.__globals__)
+        cap.dynamic_off |= static
         cap.break_at_reason = dict(reasons)
         cap.break_at_stack = dict(stacks)
         try:
             res = cap.run()
+            if cap.shape_env.sources and not shapes.validate(cap.graph, cap.shape_env):
+                static = True       # sizes escaped the symbols: capture with static shapes
+                continue
+            shapes.add_guards(gb, cap.shape_env)
         except _Restart:
             break_at |= set(cap.break_at_reason)
             reasons.update(cap.break_at_reason)
@@ -286,7 +293,10 @@ def _build_segment(ctx, cc, cap: Capture, res, info: CodeInfo, pc: int, t0: floa
         if len(modes) > 1 and isinstance(backend, str) and any(
                 t.requires_grad for _s, t in inputs):
             backend = "eager"
-        compiled = compile_graph(graph, [real for _s, real in inputs], backend)
+        if shapes.has_symbols(graph):
+            compiled = shapes.dynamic_graph(graph, [real for _s, real in inputs], backend)
+        else:
+            compiled = compile_graph(graph, [real for _s, real in inputs], backend)
         env["__graph"] = compiled
         lines, names = _hoist([src for src, _r in inputs])
         body += lines
@@ -310,7 +320,7 @@ def _build_segment(ctx, cc, cap: Capture, res, info: CodeInfo, pc: int, t0: floa
     elif events.logs.enabled("guards"):
         events.logs.log("guards", f"guards of {where}:\n{guards.source}")
     return CacheEntry(guards, fn, {"source": src, "graph": graph, "kind": res.kind,
-                                   "break": res.break_info})
+                                   "break": res.break_info, "input_shapes": cap.input_shapes})
 
 
 _STEP = re.compile(r"\.[A-Za-z_]\w*|\[(?:'[^']*'|-?\d+)\]")

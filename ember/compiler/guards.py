@@ -27,7 +27,7 @@ __all__ = ["GuardBuilder", "GuardSet", "Check"]
 
 # evaluation order: cheap and likely-to-fail first
 _RANK = {"ID_MATCH": 0, "TYPE_MATCH": 1, "EQUALS": 2, "LEN": 3, "DICT_KEYS": 4,
-         "MODULE_MATCH": 5, "TENSOR_MATCH": 6, "NO_ALIAS": 7, "GLOBAL_STATE": 8}
+         "MODULE_MATCH": 5, "TENSOR_MATCH": 6, "SHAPE_ENV": 7, "NO_ALIAS": 8, "GLOBAL_STATE": 9}
 
 
 def _grad_enabled() -> bool:
@@ -134,12 +134,24 @@ class GuardBuilder:
                      f"v.requires_grad is {rg}", f"v._device.type == {tensor.device.type!r}"]
             parts += [f"v._shape[{i}] == {s}" for i, s in enumerate(tensor.shape)
                       if i not in dynamic_dims]
+            if tensor.is_contiguous():
+                parts.append("v.is_contiguous()")
+            else:
+                parts.append(f"v._stride == {tuple(tensor.stride())!r}")
             cond = " and ".join(parts)
             shape = ["*" if i in dynamic_dims else s for i, s in enumerate(tensor.shape)]
             desc = f"{type(tensor).__name__} {tensor.dtype} {shape} requires_grad={rg}"
         self._add(("TENSOR_MATCH", expr), Check("TENSOR_MATCH", expr, cond, env,
                                                 _tensor_explain(tensor, expr, dynamic_dims),
                                                 desc))
+
+    def add_shape_guard(self, cond: str, describe: str) -> None:
+        """SHAPE_ENV: a relation between input sizes (dynamic shapes), ``cond`` a Python
+        expression over ``L``/``G`` such as ``L[0]._shape[0] >= 2``."""
+        def explain(_v) -> str:
+            return f"expected {describe}"
+
+        self._add(("SHAPE_ENV", cond), Check("SHAPE_ENV", "", cond, {}, explain, describe))
 
     def add_constant_match(self, expr: str, value) -> None:
         """EQUALS: same type and value (``1``, ``1.0`` and ``True`` are different)."""
@@ -400,7 +412,7 @@ class GuardSet:
             except Exception as exc:  # noqa: BLE001
                 return f"{c.kind} {c.expr}: could not be read ({type(exc).__name__}: {exc})"
             try:
-                ok = eval(c.cond, {**c.env, "v": v, "_grad": grad_state()})  # noqa: S307
+                ok = eval(c.cond, {**c.env, "v": v, "_grad": grad_state(), "L": L, "G": G})  # noqa: S307
             except Exception:  # noqa: BLE001
                 ok = False
             if not ok:

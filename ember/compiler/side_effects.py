@@ -18,6 +18,7 @@ import math
 import types
 
 from ember.compiler.concrete import NULL
+from ember.compiler.shapes import SymInt
 from ember.core.device import Device
 from ember.core.dtype import DType
 from ember.tensor import Tensor
@@ -91,6 +92,8 @@ class Rebuilder:
         t = type(v)
         if t in _LITERALS:
             return repr(v)
+        if t is SymInt:     # a size computed from dynamic input sizes (shapes.py)
+            return f"({cap.shape_env.render(v.expr)})"
         if t is float:
             return repr(v) if math.isfinite(v) else self.const(v)
         if isinstance(v, Tensor):

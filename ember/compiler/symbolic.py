@@ -40,7 +40,8 @@ from ember.compiler.bytecode import METHOD, PUSH_NULL, SLOT_CELL, SLOT_FREE, Cod
 from ember.compiler.concrete import NULL, Frame, push_method_pair
 from ember.compiler.config import config
 from ember.compiler.graph import Graph
-from ember.compiler.meta import MetaUnsupported, to_meta
+from ember.compiler.meta import MetaUnsupported, map_args, to_meta
+from ember.compiler.shapes import ShapeEnv, marked_dynamic_dims, repair_shapes, symbolic_meta
 from ember.compiler.sources import attr_source, global_source, item_source
 from ember.compiler.tracing import RecordingMode
 from ember.core.device import CPU, META
@@ -184,6 +185,32 @@ class _CaptureMode(RecordingMode):
             return node
         return super().node_of(t)
 
+    def __ember_dispatch__(self, func, types, args=(), kwargs=None):
+        env = self.capture.shape_env
+        env.quiet += 1
+        try:
+            out = super().__ember_dispatch__(func, types, args, kwargs)
+            if env.sources:
+                kwargs = kwargs or {}
+                margs = map_args(args, self._meta_arg)
+                mkwargs = map_args(kwargs, self._meta_arg)
+                if func._is_factory:
+                    mkwargs = {**mkwargs, "device": META}
+                snaps = [self._nodes.get(id(t), (None, None))[1] for t in _out_list(out)]
+                repair_shapes(env, func, margs, mkwargs, out,
+                              [n.meta["val"] if n is not None else None for n in snaps])
+            return out
+        finally:
+            env.quiet -= 1
+
+
+def _out_list(out) -> list:
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [o for o in out if isinstance(o, Tensor)]
+    return []
+
 
 # ---------------------------------------------------------------------------------------------
 
@@ -246,6 +273,13 @@ class Capture:
         self.L0: list = []
         self.trace: list | None = None     # (instr, depth before, depth after, result)
         self.entry_grad = self.exit_grad = True
+        # dynamic shapes (NOTE [Dynamic shapes] in shapes.py): dims per source, or all dims
+        self.shape_env = ShapeEnv()
+        self.dynamic_sources: dict[str, set] = {}
+        self.dynamic_all = False
+        self.dynamic_off = False
+        self.tensor_dims: dict[str, tuple] = {}
+        self.input_shapes: dict[str, tuple] = {}
 
     # -- sources and guards ----------------------------------------------------------------
     def wrap(self, value, src: str | None, module_owned: bool = False):
@@ -259,7 +293,13 @@ class Capture:
             m = self.meta_of_real.get(src)
             if m is not None:
                 return m
-            m = to_meta(value) if value._device is not META else value
+            dims = self._dynamic_dims(src, value)
+            if dims:
+                m = symbolic_meta(value, src, dims, self.shape_env)
+                self.tensor_dims[src] = dims
+            else:
+                m = to_meta(value) if value._device is not META else value
+            self.input_shapes[src] = tuple(value._shape)
             self.meta_of_real[src] = m
             self.lazy_inputs[id(m)] = (m, src, value)
             self.real_tensor[id(m)] = (m, value, src)
@@ -312,6 +352,20 @@ class Capture:
                 self._guard("type", src, value)
         return value
 
+    def _dynamic_dims(self, src: str, value: Tensor) -> tuple:
+        """Dimensions of input ``value`` (read from ``src``) captured as symbols."""
+        if self.dynamic_off or value._device is META or not value.is_contiguous():
+            return ()
+        if self.dynamic_all and "." not in src and not getattr(value, "_is_param", False) and \
+                type(value).__name__ != "Parameter":
+            # dynamic=True: tensors passed in (not module parameters/buffers, as torch)
+            dims = set(range(value.ndim))
+        elif self.dynamic_all:
+            dims = set(marked_dynamic_dims(value))
+        else:
+            dims = set(self.dynamic_sources.get(src, ())) | set(marked_dynamic_dims(value))
+        return tuple(sorted(d for d in dims if d < value.ndim and value._shape[d] >= 2))
+
     def _guard(self, kind: str, src: str, value) -> None:
         key = f"{kind}:{src}"
         if key in self.guarded:
@@ -319,7 +373,7 @@ class Capture:
         self.guarded.add(key)
         g = self.guards
         if kind == "tensor":
-            g.add_tensor_match(src, value)
+            g.add_tensor_match(src, value, self.tensor_dims.get(src, ()))
         elif kind == "const":
             g.add_constant_match(src, value)
         elif kind == "id":

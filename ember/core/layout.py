@@ -92,7 +92,9 @@ def normalize_shape(shape) -> tuple[int, ...]:
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = shape[0]
     try:
-        return tuple(s if s.__class__ is int else operator.index(s) for s in shape)
+        # int subclasses other than bool kept as they are (the compiler's symbolic sizes)
+        return tuple(s if s.__class__ is int or (isinstance(s, int) and s.__class__ is not bool)
+                     else operator.index(s) for s in shape)
     except TypeError:
         raise TypeError(f"expected a sequence of integers for a shape; got {shape!r}") from None
 

@@ -736,7 +736,8 @@ def empty_tensor(shape: tuple, dtype: dt.DType, device: Device | None = None,
             t._mkey = None
             return t
         stride = contiguous_strides(shape)
-    nbytes = storage_extent(shape, stride, 0) * dtype.itemsize
+    # int(): symbolic sizes of the compiler (int subclasses) stop at the allocator
+    nbytes = int(storage_extent(shape, stride, 0)) * dtype.itemsize
     return make_tensor(Storage(nbytes, device), shape, stride, 0, dtype, device)
 
 
