@@ -12,7 +12,7 @@ $(VENV)/.stamp: pyproject.toml
 
 $(TESTVENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(TESTVENV)
-	$(TESTVENV)/bin/pip install -q -e '.[test]'
+	$(TESTVENV)/bin/pip install -q -e '.[test,mpi]'
 	touch $@
 
 # The main job: a character-level GPT learns on the standard library's documentation text
