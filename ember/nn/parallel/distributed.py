@@ -66,6 +66,7 @@ __all__ = ["DistributedDataParallel"]
 _MB = 1024 * 1024
 _DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
 _BROADCAST_BUCKET_BYTES = 250 * _MB  # torch's _DEFAULT_BUCKET_BYTES for state broadcasts
+_SHARED_BUCKETS = False  # allocate buckets with ember.distributed.empty_shared when offered
 
 
 def _dist():
@@ -90,7 +91,6 @@ class _Comm:
         self.root = 0 if group is None or get_global is None else get_global(group, 0)
         self.SUM = dist.ReduceOp.SUM
         self.MAX = dist.ReduceOp.MAX
-        self._engine = group if group is not None else _default_group(dist)
 
     def all_reduce_async(self, t: Tensor):
         return self.dist.all_reduce(t, op=self.SUM, group=self.group, async_op=True)
@@ -103,28 +103,13 @@ class _Comm:
 
     def buffer(self, numel: int, dtype) -> Tensor:
         """A zeroed flat tensor for a bucket: in the engine's shared memory when it offers it
-        (``empty_shared(nbytes)``; the all-reduce then needs no copy), else ordinary memory."""
-        alloc = getattr(self._engine, "empty_shared", None)
-        if alloc is not None and self.world_size > 1 and numel:
-            nbytes = numel * dtype.itemsize
-            raw = alloc(nbytes)
-            if raw is not None:
-                arr = raw[:nbytes].view(dtype.np)
-                arr[...] = 0
-                return from_numpy(arr)
+        (``empty_shared``: the all-reduce then reads it without a copy), else ordinary memory."""
+        alloc = getattr(self.dist, "empty_shared", None)
+        if _SHARED_BUCKETS and alloc is not None and self.world_size > 1 and numel:
+            t = alloc(numel, dtype=dtype, group=self.group)
+            numpy_view(t).fill(0)
+            return t
         return zeros(numel, dtype=dtype)
-
-
-def _default_group(dist):
-    for name in ("_get_default_group", "default_group"):
-        fn = getattr(dist, name, None)
-        if fn is not None:
-            try:
-                return fn()
-            except Exception:  # noqa: BLE001 - no engine to ask: ordinary memory
-                return None
-    group = getattr(dist, "group", None)
-    return getattr(group, "WORLD", None)
 
 
 # -- bucket assignment ----------------------------------------------------------------------------
