@@ -205,7 +205,10 @@ def _aliases_arg0(n: Node) -> bool:
         Tag.view in t.tags or t._is_inplace or t.name in _MAY_ALIAS)
 
 
-def _inputs_with_mutations(graph: Graph) -> dict[int, list[Node]]:
+_FINAL = -1  # key of the final-writes table in _inputs_with_mutations' result
+
+
+def _inputs_with_mutations(graph: Graph) -> dict:
     """Each call's inputs plus the latest in-place op on storage it reads.
 
     A derivative rule may write through a view of a buffer it made (``zeros`` then
@@ -234,6 +237,9 @@ def _inputs_with_mutations(graph: Graph) -> dict[int, list[Node]]:
                 last_write[root[id(n)]] = n
         else:
             root[id(n)] = id(n)
+    # the graph's outputs are read after its last op: they see every write to their storage
+    deps[_FINAL] = {id(n): w for n in graph.nodes
+                    if (w := last_write.get(root.get(id(n), id(n)))) is not None and w is not n}
     return deps
 
 
@@ -276,6 +282,8 @@ def partition(joint: JointGraph):
             dep.add(id(n))
     # forward: what the outputs need, and every state-changing op with its inputs
     roots = list(joint.fwd_outputs)
+    roots += [inputs[_FINAL][id(o)] for o in roots
+              if isinstance(o, Node) and id(o) in inputs[_FINAL]]
     roots += [n for n in jg.nodes if n.op == "call" and id(n) not in dep
               and is_impure(n.target, n.kwargs)]
     fw_need = _ancestors(roots, inputs)
@@ -283,6 +291,7 @@ def partition(joint: JointGraph):
     saved: dict[int, Node] = {}
     bw_nodes: set[int] = set()
     stack = [g for g in joint.grad_outputs if isinstance(g, Node)]
+    stack += [inputs[_FINAL][id(g)] for g in stack if id(g) in inputs[_FINAL]]
     while stack:
         n = stack.pop()
         if id(n) in bw_nodes or id(n) in saved or id(n) in tangent_ids:
