@@ -161,6 +161,12 @@ def _runs_on_meta(f) -> bool:
     return mod == "ember" or mod.startswith(_META_SAFE_PREFIXES)
 
 
+def _is_custom_function(cls) -> bool:
+    from ember.autograd.function import Function
+
+    return issubclass(cls, Function) and cls is not Function
+
+
 def _module_types():
     from ember.nn.modules.module import Module
     return Module
@@ -608,6 +614,8 @@ class Capture:
             f = func.__func__
             if isinstance(self_, Tensor):
                 return self._call_tensor_method(f.__name__, func, args, kwargs)
+            if f.__name__ == "apply" and isinstance(self_, type) and _is_custom_function(self_):
+                return self._custom_function(func, args, kwargs)
             if isinstance(f, types.FunctionType) and (
                     not _runs_on_meta(f) or self._is_real_object(self_)):
                 # ember's own methods on real objects (an optimizer's step) are inlined too:
@@ -739,6 +747,16 @@ class Capture:
                 return args[1] if len(args) > 1 else kwargs.get("default")
             raise KeyError(args[0])
         raise GraphBreak(f"{type(owner).__name__}.{name} is not captured")
+
+    def _custom_function(self, func, args, kwargs):
+        """``MyFunction.apply(...)``: one graph node, inlined into the compiled region (its
+        forward and backward are traced for training, ember.compiler.aot); a forward that
+        cannot run on meta tensors is a break."""
+        try:
+            return self._opaque_call(func, args, kwargs)
+        except MetaUnsupported as e:
+            raise GraphBreak(f"custom autograd.Function {func.__self__.__qualname__} cannot "
+                             f"be traced: {e}") from None
 
     def _opaque_call(self, func, args, kwargs):
         """``allow_in_graph``: one graph node for the whole call (its result's meta comes
