@@ -270,12 +270,16 @@ def _install_failure_hook() -> None:
     previous = sys.excepthook
 
     def hook(exc_type, exc, tb):
-        for pg in list(_State.groups):
-            try:
-                pg.abort(f"{exc_type.__name__}: {exc}")
-            except Exception:  # noqa: BLE001 - report the user's error, not ours
-                pass
-        previous(exc_type, exc, tb)
+        groups = list(_State.groups)
+        for late in (False, True):
+            for pg in groups:
+                if pg.abort_after_report == late:
+                    try:
+                        pg.abort(f"{exc_type.__name__}: {exc}")
+                    except Exception:  # noqa: BLE001 - report the user's error, not ours
+                        pass
+            if not late:
+                previous(exc_type, exc, tb)
 
     sys.excepthook = hook
     atexit.register(_shutdown_all)

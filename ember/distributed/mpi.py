@@ -34,6 +34,7 @@ class MpiProcessGroup(ProcessGroup):
     """A group over an MPI communicator (see the module docstring)."""
 
     backend_name = "mpi"
+    abort_after_report = True  # MPI_Abort ends the process: print the traceback first
 
     def __init__(self, comm, ranks: list[int], timeout: float):
         super().__init__(comm.Get_rank(), comm.Get_size(), ranks, timeout)
@@ -133,7 +134,8 @@ class MpiProcessGroup(ProcessGroup):
     def reduce_scatter(self, out: np.ndarray, inp: np.ndarray, op: ReduceOp) -> None:
         send, mop = self._spec(inp, op)
         recv, _ = self._spec(out)
-        self.comm.Reduce_scatter_block(send, recv, mop)
+        # mpi4py wants [buffer, datatype] here: it derives the counts from the byte sizes
+        self.comm.Reduce_scatter_block([send[0], send[2]], [recv[0], recv[2]], mop)
         self._avg(out, op)
 
     def gather(self, out: np.ndarray | None, inp: np.ndarray, root: int) -> None:

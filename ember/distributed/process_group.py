@@ -138,7 +138,8 @@ class Work:
 
     def __init__(self, result=None):
         self._future = Future()
-        self._result = result
+        self._result = [] if result is None else \
+            list(result) if isinstance(result, (list, tuple)) else [result]
 
     def _done(self, exc: BaseException | None = None) -> None:
         if exc is None:
@@ -166,10 +167,10 @@ class Work:
     def result(self) -> list:
         """The tensors the collective wrote (after ``wait``)."""
         self.wait()
-        return self._result if isinstance(self._result, list) else [self._result]
+        return self._result
 
     def get_future(self) -> Future:
-        """A ``Future`` completed with the output tensors."""
+        """A ``Future`` completed with the list of output tensors."""
         return self._future
 
 
@@ -192,6 +193,7 @@ class ProcessGroup:
     """
 
     backend_name = "undefined"
+    abort_after_report = False  # abort() before the traceback is printed (it returns)
 
     def __init__(self, rank: int, size: int, ranks: list[int], timeout: float):
         self._rank = rank

@@ -1,0 +1,350 @@
+"""Rank programs for tests/distributed: ``python _cases.py SCENARIO [ARGS]`` on every rank.
+
+Each rank builds every rank's inputs from seeds, so it computes the expected result of each
+collective in NumPy by itself and asserts its own output; a failed assertion makes the rank
+exit non-zero and the test report its stderr. The last line a rank prints is ``OK``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import ember
+import ember.distributed as dist
+from ember.distributed import ReduceOp
+
+DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool"]
+SHAPES = [(7,), (3, 1001)]
+
+
+def data(rank: int, shape, dtype: str, op=ReduceOp.SUM, salt: int = 0) -> np.ndarray:
+    """Rank ``rank``'s input, the same on every rank that asks."""
+    rng = np.random.default_rng([rank, len(shape), salt, DTYPES.index(dtype)])
+    npdt = getattr(ember, dtype).np
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if npdt.kind in "iu":
+        lo = 1 if op is ReduceOp.PRODUCT else (0 if npdt.kind == "u" else -3)
+        return rng.integers(lo, 4, shape).astype(npdt)
+    lo, hi = (0.5, 1.5) if op is ReduceOp.PRODUCT else (-1.0, 1.0)
+    return rng.uniform(lo, hi, shape).astype(npdt)
+
+
+def expected(parts: list[np.ndarray], op: ReduceOp):
+    """The reduction in float64 for floats (with its tolerance), exactly for the others."""
+    if parts[0].dtype.kind == "b":
+        f = np.logical_or if op in (ReduceOp.SUM, ReduceOp.MAX) else np.logical_and
+        return f.reduce(np.stack(parts)), 0.0
+    if parts[0].dtype.kind in "iu":
+        uf = {ReduceOp.SUM: np.add, ReduceOp.PRODUCT: np.multiply, ReduceOp.MIN: np.minimum,
+              ReduceOp.MAX: np.maximum}[op]
+        return uf.reduce(np.stack(parts)), 0.0
+    wide = np.stack([p.astype(np.float64) for p in parts])
+    n = len(parts)
+    eps = float(np.finfo(parts[0].dtype).eps)
+    if op in (ReduceOp.SUM, ReduceOp.AVG):
+        ref, tol = wide.sum(0), (n + 1) * eps * np.abs(wide).sum(0)
+        return (ref / n, tol / n) if op is ReduceOp.AVG else (ref, tol)
+    if op is ReduceOp.PRODUCT:
+        ref = wide.prod(0)
+        return ref, (n + 1) * eps * np.abs(ref)
+    return (wide.min(0) if op is ReduceOp.MIN else wide.max(0)), 0.0
+
+
+def check(t, ref, tol=0.0, what=""):
+    got = t.float().double().numpy() if t.dtype in (ember.bfloat16, ember.float16) else t.numpy()
+    if ref.dtype.kind == "f" or tol:
+        err = np.abs(got.astype(np.float64) - ref)
+        assert np.all(err <= tol), f"{what}: max error {err.max()} > tolerance"
+    else:
+        assert np.array_equal(got, ref), f"{what}: {got} != {ref}"
+
+
+def ops_for(dtype: str) -> list[ReduceOp]:
+    base = [ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX]
+    return base + [ReduceOp.AVG] if getattr(ember, dtype).is_floating_point else base
+
+
+def t_of(a: np.ndarray):
+    return ember.from_numpy(a.copy())
+
+
+# ---- scenarios ----------------------------------------------------------------------------
+def collectives(r: int, n: int) -> None:
+    """Every collective, reduce op and dtype against NumPy (also under a tiny slot size)."""
+    for dtype in DTYPES:
+        for shape in SHAPES:
+            for op in ops_for(dtype):
+                parts = [data(j, shape, dtype, op) for j in range(n)]
+                ref, tol = expected(parts, op)
+                x = t_of(parts[r])
+                dist.all_reduce(x, op=op)
+                check(x, ref, tol, f"all_reduce {dtype} {shape} {op}")
+                if op is ReduceOp.SUM:
+                    y = t_of(parts[r])
+                    dist.reduce(y, dst=n - 1, op=op)
+                    check(y, ref if r == n - 1 else parts[r].astype(ref.dtype) if
+                          ref.dtype.kind != "f" else parts[r].astype(np.float64), tol,
+                          f"reduce {dtype}")
+            parts = [data(j, shape, dtype, salt=1) for j in range(n)]
+            # broadcast from the last rank
+            b = t_of(parts[r])
+            dist.broadcast(b, src=n - 1)
+            assert np.array_equal(b.numpy(), parts[n - 1]), f"broadcast {dtype}"
+            # all_gather / all_gather_into_tensor / gather
+            outs = [ember.empty(shape, dtype=getattr(ember, dtype)) for _ in range(n)]
+            dist.all_gather(outs, t_of(parts[r]))
+            assert all(np.array_equal(o.numpy(), parts[j]) for j, o in enumerate(outs)), dtype
+            big = ember.empty((n, *shape), dtype=getattr(ember, dtype))
+            dist.all_gather_into_tensor(big, t_of(parts[r]))
+            assert np.array_equal(big.numpy(), np.stack(parts)), f"all_gather_into_tensor {dtype}"
+            glist = [ember.empty(shape, dtype=getattr(ember, dtype)) for _ in range(n)] \
+                if r == 0 else None
+            dist.gather(t_of(parts[r]), glist, dst=0)
+            if r == 0:
+                assert all(np.array_equal(o.numpy(), parts[j]) for j, o in enumerate(glist))
+            # scatter from rank 1 % n
+            src = 1 % n
+            chunks = [data(src, shape, dtype, salt=10 + j) for j in range(n)]
+            out = ember.empty(shape, dtype=getattr(ember, dtype))
+            dist.scatter(out, [t_of(c) for c in chunks] if r == src else None, src=src)
+            assert np.array_equal(out.numpy(), chunks[r]), f"scatter {dtype}"
+            # reduce_scatter / reduce_scatter_tensor
+            for op in (ReduceOp.SUM, ReduceOp.MAX):
+                full = [data(j, (n, *shape), dtype, op, salt=2) for j in range(n)]
+                ref, tol = expected([f[r] for f in full], op)
+                o1 = ember.empty(shape, dtype=getattr(ember, dtype))
+                dist.reduce_scatter(o1, [t_of(c) for c in full[r]], op=op)
+                check(o1, ref, tol, f"reduce_scatter {dtype} {op}")
+                o2 = ember.empty(shape, dtype=getattr(ember, dtype))
+                dist.reduce_scatter_tensor(o2, t_of(full[r]), op=op)
+                check(o2, ref, tol, f"reduce_scatter_tensor {dtype} {op}")
+    alltoall(r, n)
+    point_to_point(r, n)
+    objects(r, n)
+    non_contiguous(r, n)
+    asynchronous(r, n)
+    subgroups(r, n)
+    shared(r, n)
+    dist.barrier()
+
+
+def alltoall(r: int, n: int) -> None:
+    # equal splits: row block j of rank r's input goes to rank j
+    inp = ember.from_numpy(np.arange(n * 4 * 3, dtype=np.float32).reshape(n * 4, 3) + 1000 * r)
+    out = ember.empty(n * 4, 3)
+    dist.all_to_all_single(out, inp)
+    want = np.concatenate([(np.arange(n * 4 * 3, dtype=np.float32).reshape(n * 4, 3)
+                            + 1000 * j)[r * 4:(r + 1) * 4] for j in range(n)])
+    assert np.array_equal(out.numpy(), want), "all_to_all_single"
+    # uneven splits: rank i sends i + j + 1 rows to rank j
+    rows_in = [r + j + 1 for j in range(n)]
+    rows_out = [j + r + 1 for j in range(n)]
+    src = np.concatenate([np.full((k, 2), 100 * r + j, np.int64) for j, k in enumerate(rows_in)])
+    out = ember.empty(sum(rows_out), 2, dtype=ember.int64)
+    dist.all_to_all_single(out, ember.from_numpy(src), rows_out, rows_in)
+    want = np.concatenate([np.full((k, 2), 100 * j + r, np.int64) for j, k in enumerate(rows_out)])
+    assert np.array_equal(out.numpy(), want), "all_to_all_single (uneven)"
+    outs = [ember.empty(2) for _ in range(n)]
+    dist.all_to_all(outs, [ember.full((2,), float(10 * r + j)) for j in range(n)])
+    assert [o.tolist() for o in outs] == [[float(10 * j + r)] * 2 for j in range(n)], "all_to_all"
+
+
+def point_to_point(r: int, n: int) -> None:
+    nxt, prv = (r + 1) % n, (r - 1) % n
+    got = ember.empty(3, 4, dtype=ember.bfloat16)
+    if r % 2 == 0:
+        dist.send(ember.full((3, 4), float(r), dtype=ember.bfloat16), dst=nxt)
+        src = dist.recv(got, src=prv)
+    else:
+        src = dist.recv(got, src=prv)
+        dist.send(ember.full((3, 4), float(r), dtype=ember.bfloat16), dst=nxt)
+    assert src == prv and got.float().tolist() == [[float(prv)] * 4] * 3, "send/recv"
+    box = ember.empty(5, dtype=ember.int64)
+    w1 = dist.isend(ember.arange(5) + r, dst=nxt)
+    w2 = dist.irecv(box, src=prv)
+    w1.wait()
+    w2.wait()
+    assert w2.is_completed() and box.tolist() == [prv + k for k in range(5)], "isend/irecv"
+    if r == 0:  # any source
+        who = ember.empty(1, dtype=ember.int64)
+        assert dist.recv(who, tag=7) == n - 1 and who.item() == n - 1
+    elif r == n - 1:
+        dist.send(ember.tensor([r]), dst=0, tag=7)
+
+
+def objects(r: int, n: int) -> None:
+    objs = [None] * n
+    dist.all_gather_object(objs, {"rank": r, "tags": ["x"] * r})
+    assert objs == [{"rank": j, "tags": ["x"] * j} for j in range(n)], objs
+    lst = [r, "mine", None] if r == 1 % n else [None, None, None]
+    dist.broadcast_object_list(lst, src=1 % n)
+    assert lst == [1 % n, "mine", None], lst
+    big = [None]
+    dist.broadcast_object_list(big if r else [bytes(range(256)) * 200], src=0)
+    assert r == 0 or big[0] == bytes(range(256)) * 200
+    gathered = [None] * n if r == 0 else None
+    dist.gather_object(("g", r), gathered, dst=0)
+    assert r != 0 or gathered == [("g", j) for j in range(n)]
+
+
+def non_contiguous(r: int, n: int) -> None:
+    base = ember.from_numpy(np.arange(24, dtype=np.float64).reshape(4, 6) * (r + 1))
+    v = base.t()[1::2]  # (3, 4), strided
+    dist.all_reduce(v)
+    tri = n * (n + 1) // 2
+    want = (np.arange(24, dtype=np.float64).reshape(4, 6) * (r + 1))
+    want.T[1::2] = (np.arange(24, dtype=np.float64).reshape(4, 6) * tri).T[1::2]
+    assert np.array_equal(base.numpy(), want), "all_reduce on a non-contiguous view"
+    w = ember.zeros(4, 6)
+    bv = w[:, ::3]
+    if r == 0:
+        bv.copy_(ember.ones(4, 2) * 5)
+    dist.broadcast(bv, src=0)
+    assert w[:, 0].tolist() == [5.0] * 4 and w[:, 1].tolist() == [0.0] * 4, "broadcast view"
+
+
+def asynchronous(r: int, n: int) -> None:
+    xs = [ember.full((1000,), float(r + k)) for k in range(5)]
+    works = [dist.all_reduce(x, async_op=True) for x in xs]
+    b = ember.full((3,), float(r))
+    wb = dist.broadcast(b, src=0, async_op=True)
+    dist.barrier()  # a synchronous call after pending async ones runs after them
+    for k, (x, w) in enumerate(zip(xs, works)):
+        assert w.wait() and w.is_completed()
+        assert x[0].item() == sum(j + k for j in range(n)), "async all_reduce"
+    wb.wait()
+    assert b.tolist() == [0.0] * 3
+    fut = dist.all_reduce(ember.ones(2), async_op=True).get_future()
+    assert fut.wait()[0].tolist() == [float(n)] * 2
+    w = dist.all_gather_into_tensor(ember.empty(n), ember.tensor([float(r)]), async_op=True)
+    w.wait()
+    assert w.result()[0].tolist() == [float(j) for j in range(n)]
+
+
+def subgroups(r: int, n: int) -> None:
+    members = [j for j in range(n) if j % 2 == 0] if n > 2 else [1]
+    g = dist.new_group(members)
+    if r in members:
+        assert dist.get_rank(g) == members.index(r) and dist.get_world_size(g) == len(members)
+        x = ember.tensor([float(r)])
+        dist.all_reduce(x, group=g)
+        assert x.item() == float(sum(members)), "subgroup all_reduce"
+        y = ember.tensor([float(r)])
+        dist.broadcast(y, src=members[-1], group=g)
+        assert y.item() == float(members[-1]), "subgroup broadcast (global src)"
+        assert dist.get_global_rank(g, 0) == members[0]
+    else:
+        assert g is dist.GroupMember.NON_GROUP_MEMBER and dist.get_rank(g) == -1
+        x = ember.tensor([float(r)])
+        assert dist.all_reduce(x, group=g) is None and x.item() == float(r)
+    everyone = dist.new_group()
+    z = ember.ones(3)
+    dist.all_reduce(z, group=everyone)
+    assert z.tolist() == [float(n)] * 3
+
+
+def shared(r: int, n: int) -> None:
+    s = dist.empty_shared(3, 1001)
+    s.copy_(ember.from_numpy(data(r, (3, 1001), "float32")))
+    parts = [data(j, (3, 1001), "float32") for j in range(n)]
+    ref, tol = expected(parts, ReduceOp.SUM)
+    for _ in range(2):
+        dist.all_reduce(s)
+        check(s, ref, tol * n, "empty_shared all_reduce")
+        ref, tol = ref * n, tol * n * n
+    buf = dist.alloc_buffer(64)
+    assert buf.dtype == np.uint8 and buf.size == 64
+    if dist.get_backend() == "shm":
+        assert dist.GroupMember.WORLD._heap_offset(s.numpy()) >= 0
+
+
+# ---- launcher and faults --------------------------------------------------------------------
+def env(r: int, n: int) -> None:
+    keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+            "MASTER_PORT", "TORCHELASTIC_RUN_ID"]
+    print("ENV " + json.dumps({k: os.environ.get(k) for k in keys} | {"argv": sys.argv[2:]}))
+
+
+def exit_code(r: int, n: int) -> None:
+    if r == 1:
+        sys.exit(3)
+    time.sleep(30)
+
+
+def signals(r: int, n: int) -> None:
+    marker = sys.argv[2]
+
+    def on_term(signum, frame):
+        with open(f"{marker}.{r}", "w") as f:
+            f.write(signal.Signals(signum).name)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    with open(f"{marker}.ready.{r}", "w"):
+        pass
+    time.sleep(60)
+
+
+def die(r: int, n: int) -> None:
+    """Rank 1 dies (killed, raising, or hanging); the others must fail naming it."""
+    how = sys.argv[2]
+    x = ember.ones(8)
+    dist.all_reduce(x)
+    if r == 1:
+        if how == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if how == "raise":
+            raise ValueError("boom on rank 1")
+        time.sleep(60)  # "hang": the others time out
+    start = time.monotonic()
+    try:
+        dist.all_reduce(x)
+    except dist.DistBackendError as e:
+        print(f"CAUGHT {time.monotonic() - start:.2f} {e}")
+        raise
+    raise AssertionError("the collective did not fail")
+
+
+def mismatch(r: int, n: int) -> None:
+    kind = sys.argv[2]
+    dist.all_reduce(ember.ones(4))
+    if kind == "shape":
+        dist.all_reduce(ember.ones(4 + r))
+    else:
+        (dist.all_reduce if r == 0 else dist.barrier)(*([ember.ones(4)] if r == 0 else []))
+    raise AssertionError("no mismatch reported")
+
+
+def detail_log(r: int, n: int) -> None:
+    dist.all_reduce(ember.ones(2, 3))
+    dist.broadcast(ember.ones(5, dtype=ember.bfloat16), src=0)
+    dist.barrier()
+
+
+SCENARIOS = {f.__name__: f for f in (collectives, env, exit_code, signals, die, mismatch,
+                                     detail_log)}
+NO_GROUP = {"env", "exit_code", "signals"}
+
+
+def main() -> None:
+    name = sys.argv[1]
+    timeout = datetime.timedelta(seconds=float(os.environ.get("CASE_TIMEOUT", "60")))
+    if name in NO_GROUP:
+        SCENARIOS[name](int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+    else:
+        dist.init_process_group(os.environ.get("CASE_BACKEND", "shm"), timeout=timeout)
+        SCENARIOS[name](dist.get_rank(), dist.get_world_size())
+        dist.destroy_process_group()
+    print("OK", flush=True)
+
+
+if __name__ == "__main__":
+    main()
