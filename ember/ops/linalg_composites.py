@@ -131,8 +131,8 @@ def linalg_vander(x, *, N=None):
     """
     from ember.ops.shape import cat
     _require("linalg.vander", x, "x")
-    if x.ndim == 0:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    if x.ndim == 0:  # torch reads a 0-d x as one point
+        x = x.reshape(1)
     n = x._shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
@@ -461,6 +461,12 @@ def linalg_cond(A, p=None, *, out=None):
     _require("linalg.cond", A, "A")
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    m, n = A._shape[-2:]
+    if p not in (None, 2, -2) and m != n:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but "
+                           f"they are {m} by {n} matrices")
+    if m == 0 or n == 0:  # torch: zeros of the batch shape, not differentiable
+        return _out(zeros(A._shape[:-2], dtype=A._dtype, device=A._device), out)
     if p in (None, 2, -2):
         s = linalg_svdvals(A)
         big, small = s[..., 0], s[..., -1]

@@ -181,6 +181,9 @@ def _vander_samples(d):
     for n in (None, 1, 3, 5):
         yield SampleInput((make((4,), d, low=-2, high=3),), {"N": n} if n else {}, f"N={n}")
     yield SampleInput((make((2, 3), d, layout="strided", low=-2, high=3),), {}, "batched")
+    yield SampleInput((make((), d, low=-2, high=3),), {"N": 3}, "0-d")  # one point
+    yield SampleInput((make((0,), d),), {"N": 2}, "empty")
+    yield SampleInput((make((2, 0), d),), {"N": 3}, "empty-batched")
 
 
 def _tensorinv_samples(d):
@@ -488,6 +491,10 @@ def _cond_samples(d):
     through_inv = ("fro", float("inf"), float("-inf"), 1, -1) if d != "float64" else ()
     for p in (None, 2, -2, "nuc", *through_inv):
         yield SampleInput((a, p), {}, f"p={p}")
+    # empty matrices: zeros of the batch shape; non-square ones only for the 2-norms
+    for shape in ((0, 0), (3, 0, 0), (4, 0), (2, 0, 4)):
+        for p in (None, -2, "fro"):
+            yield SampleInput((make(shape, d), p), {}, f"empty{list(shape)}-p={p}")
 
 
 OPS.append(OpInfo("linalg.cond", _linalg("cond"), _cond_samples, dtypes=FLOATS[:2],
