@@ -700,6 +700,11 @@ def _alias_backward(ctx, grad):
 
 
 # -- multi-view ops ----------------------------------------------------------------------------
+def _at_least_1d(t: Tensor, message: str) -> None:
+    if not t._shape:
+        raise RuntimeError(message)
+
+
 @composite("split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]")
 def split(self: Tensor, split_size_or_sections, dim: int = 0):
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or given section sizes.
@@ -712,6 +717,7 @@ def split(self: Tensor, split_size_or_sections, dim: int = 0):
     """
     if not isinstance(split_size_or_sections, int):
         return split_with_sizes(self, split_size_or_sections, dim)
+    _at_least_1d(self, "split expects at least a 1-dimensional tensor")
     d = canonical_dim(dim, len(self._shape))
     size, step = self._shape[d], split_size_or_sections
     if step < 0 or (step == 0 and size != 0):
@@ -731,6 +737,7 @@ def split_with_sizes(self: Tensor, split_sizes, dim: int = 0):
         >>> [p.shape for p in ember.zeros(5, 2).split_with_sizes([2, 3])]
         [ember.Size([2, 2]), ember.Size([3, 2])]
     """
+    _at_least_1d(self, "split expects at least a 1-dimensional tensor")
     d = canonical_dim(dim, len(self._shape))
     sizes = [int(s) for s in split_sizes]
     if sum(sizes) != self._shape[d] or any(s < 0 for s in sizes):
@@ -754,6 +761,8 @@ def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
         >>> [p.tolist() for p in ember.arange(5).tensor_split([1, 3])]
         [[0], [1, 2], [3, 4]]
     """
+    _at_least_1d(self, "tensor_split expected at least a 1-dimensional tensor, but got a "
+                       "tensor with 0 dims")
     d = canonical_dim(dim, len(self._shape))
     size = self._shape[d]
     if isinstance(indices_or_sections, Tensor):
@@ -788,6 +797,7 @@ def chunk(self: Tensor, chunks: int, dim: int = 0):
     """
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    _at_least_1d(self, "chunk expects at least a 1-dimensional tensor")
     d = canonical_dim(dim, len(self._shape))
     size = self._shape[d]
     step = max(-(-size // chunks), 1) if size else 0

@@ -30,6 +30,16 @@ def _zero_d(*args_list):
     return gen
 
 
+def _shape_classes(*args_list):
+    """0-d inputs (torch refuses them) and empty dims in each position."""
+    def gen(dtype):
+        for shape in ((), (0, 4), (3, 0), (0,)):
+            for lay, t in hostile(shape, dtype, layouts=("contiguous", "strided")):
+                for args in args_list:
+                    yield SampleInput((t, *args), {}, f"{lay}{list(shape)}{args}")
+    return gen
+
+
 OPS = [
     OpInfo("narrow_tensor_start", lambda lib, x, *a: lib.narrow(x, *a), _narrow_tensor_start,
            dtypes=ALL, is_view=True, meta=False),  # a meta ``start`` has no value to read
@@ -65,6 +75,12 @@ OPS = [
            _samples((5, 6), (2, 0), (4, 1), ([1, 5], 1)), dtypes=ALL, is_view=True),
     OpInfo("chunk", lambda lib, x, c, d: x.chunk(c, d),
            _samples((5, 6), (2, 0), (4, 1)), dtypes=ALL, is_view=True),
+    OpInfo("split_0d_empty", lambda lib, x, s, d: x.split(s, d), _shape_classes((1, 0), (2, -1)),
+           dtypes=ALL, is_view=True),
+    OpInfo("chunk_0d_empty", lambda lib, x, c, d: x.chunk(c, d), _shape_classes((1, 0), (2, -1)),
+           dtypes=ALL, is_view=True),
+    OpInfo("tensor_split_0d_empty", lambda lib, x, s, d: x.tensor_split(s, d),
+           _shape_classes((1, 0), (2, -1), ([1], 0)), dtypes=ALL, is_view=True),
     OpInfo("unbind", lambda lib, x, d: x.unbind(d), _samples((3, 4), (0,), (1,)),
            dtypes=ALL, is_view=True),
     OpInfo("tensor_split", lambda lib, x, s, d: x.tensor_split(s, d),
