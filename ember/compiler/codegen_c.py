@@ -4,9 +4,11 @@ A kernel iterates its shape ``F`` as ``rows x F[-1]``: per row, each member runs
 over the row (a reduction accumulates into a per-row scalar, a pointwise value stores its
 elements), so softmax or layer norm is one kernel with a few passes per row. Pure pointwise
 kernels whose operands are contiguous or scalar run one flat ``#pragma omp simd`` loop.
-Loads are index expressions over strides (broadcast = stride 0), baked as constants (shapes
-and strides are static under the graph's guards). NaN semantics follow eager ember:
-``maximum``/``minimum``/``relu``/``amax`` propagate NaN.
+Loads are index expressions over strides (broadcast = stride 0). Sizes, strides and offsets
+are not baked: each kernel reads them from its ``sz`` argument (``void ember_k<i>(void** buf,
+const int64_t* sz)``; :func:`generate_c` returns their values), so one library serves every
+size of a shape class (dynamic shapes) and the disk cache hits across sizes. NaN semantics
+follow eager ember: ``maximum``/``minimum``/``relu``/``amax`` propagate NaN.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from ember.compiler.lower.ir import Layout, LNode, contiguous_strides
 from ember.compiler.lower.scheduler import Kernel, realized_reads
 from ember.core import dtype as dt
 
-__all__ = ["generate_c", "ctype", "Slot", "PRELUDE"]
+__all__ = ["generate_c", "group_entry", "ctype", "Slot", "PRELUDE"]
 
-CODEGEN_VERSION = 2
+CODEGEN_VERSION = 3
 # elements: kernels this large get an OpenMP parallel loop (compiler-design.md 7.4: on a small
 # shared machine threads hurt below ~1M elements)
 PAR_THRESHOLD = 1 << 20
@@ -173,6 +175,17 @@ class _KernelGen:
                 self._slot(ln, True)
         self.flat = self._flat_ok()
         self.parallel = math.prod(self.F) >= PAR_THRESHOLD
+        self.sizes: list[int] = []          # values of sz[0], sz[1], ...
+        self.size_of: dict = {}
+
+    def num(self, key, value) -> str:
+        """``sz[k]`` holding ``value``; ``key`` names the quantity (one slot per quantity,
+        never per value: two quantities equal at this size may differ at another)."""
+        k = self.size_of.get(key)
+        if k is None:
+            k = self.size_of[key] = len(self.sizes)
+            self.sizes.append(int(value))
+        return f"sz[{k}]"
 
     def _slot(self, ln, is_out):
         if id(ln) not in self.slot_of:
@@ -206,18 +219,25 @@ class _KernelGen:
     def index(self, src: LNode) -> tuple[int, str]:
         slot, lay = self._layout(src)
         st, off = _bcast(lay, self.F)
+        lid = id(src)            # the value read: its layout is one quantity per dim
+        o = self.num(("off", lid), off) if off else "0"
         if self.flat:
-            return slot, (f"{off} + j" if any(st) else f"{off}")
+            return slot, (f"{o} + j" if any(st) else o)
         outer = st[:-1]
-        key = (slot, outer, off)
+        key = (slot, lid)
         name = self.bases.get(key)
         if name is None:
             name = f"b{len(self.bases)}"
-            terms = [str(off)] + [f"i{d} * {s}" for d, s in enumerate(outer) if s]
+            terms = [o] + [f"i{d} * {self.num(('st', lid, d), s)}"
+                           for d, s in enumerate(outer) if s]
             self.row_decl.append(f"        const int64_t {name} = {' + '.join(terms)};")
             self.bases[key] = name
         last = st[-1] if st else 0
-        return slot, (f"{name} + j * {last}" if last else name)
+        if not last:
+            return slot, name
+        if last == 1:       # unit stride stays literal: the inner loop vectorises
+            return slot, f"{name} + j"
+        return slot, f"{name} + j * {self.num(('st', lid, len(st) - 1), last)}"
 
     def expr(self, e, memo: dict, body: list, acc: str | None = None) -> str:
         if id(e) in memo:
@@ -226,6 +246,8 @@ class _KernelGen:
             return _const(e.value, e.dtype)
         if e.kind == "acc":
             return f"(({ctype(e.dtype)}){acc})"
+        if e.kind == "rowlen":
+            return f"(({ctype(e.dtype)}){self.num('L', self.L)})"
         if e.kind == "load":
             src = e.value
             if src.kind == "pw" and not src.realized:
@@ -255,35 +277,48 @@ class _KernelGen:
     # -- the function ---------------------------------------------------------------------------
     def source(self) -> str:
         k = self.k
-        head = [f"void ember_k{k.index}(void** buf) {{"]
+        head = [f"void ember_k{k.index}(void** buf, const int64_t* sz) {{"]
         for i, s in enumerate(self.slots):
             ct = ctype(s.ln.dtype)
             q = "" if s.is_out else "const "
             head.append(f"    {q}{ct}* restrict p{i} = ({q}{ct}*)buf[{i}];")
         if self.flat:
-            n = math.prod(self.F)
+            n = self.num("n", math.prod(self.F))
             body = []
             for m in k.members:
                 stmts: list[str] = []
                 v = self.expr(m.expr, {}, stmts)
-                body.append(_PAR_SIMD if self.parallel else "    #pragma omp simd")
-                body.append(f"    for (int64_t j = 0; j < {n}; j++) {{")
-                body += ["        " + s for s in stmts]
-                body.append(f"        p{self.slot_of[id(m)]}[j] = ({ctype(m.dtype)}){v};")
+                loop = [f"    for (int64_t j = 0; j < {n}; j++) {{"]
+                loop += ["        " + s for s in stmts]
+                loop.append(f"        p{self.slot_of[id(m)]}[j] = ({ctype(m.dtype)}){v};")
+                loop.append("    }")
+                # the parallel loop only on the large branch: small sizes never enter libgomp
+                body.append(f"    if ({n} >= {PAR_THRESHOLD} && ember_nt > 1) {{")
+                body.append(_PAR_SIMD)
+                body += loop
+                body.append("    } else {")
+                body.append("    #pragma omp simd")
+                body += loop
                 body.append("    }")
             return "\n".join(head + body + ["}"]) + "\n"
         self.row_decl: list[str] = []
         passes: list[str] = []
         for m in k.members:
             passes += self._pass(m)
-        decode = ["    #pragma omp parallel for schedule(static) num_threads(ember_nt)"] \
-            if self.parallel and \
-            self.R > 1 else []
-        decode += [f"    for (int64_t r = 0; r < {self.R}; r++) {{", "        int64_t q = r;"]
+        R = self.num("R", self.R)
+        total = self.num("n", math.prod(self.F))
+        decode = [f"    for (int64_t r = 0; r < {R}; r++) {{", "        int64_t q = r;"]
         for d in range(self.nd - 2, -1, -1):
-            decode.append(f"        const int64_t i{d} = q % {self.F[d]}; q /= {self.F[d]};")
+            fd = self.num(("F", d), self.F[d])
+            decode.append(f"        const int64_t i{d} = q % {fd}; q /= {fd};")
         decode.append("        (void)q;")
-        return "\n".join(head + decode + self.row_decl + passes + ["    }", "}"]) + "\n"
+        loop = decode + self.row_decl + passes + ["    }"]
+        # the parallel loop only on the large branch (a C branch, not an OpenMP if clause:
+        # that still enters libgomp): small sizes never start threads
+        body = [f"    if ({total} >= {PAR_THRESHOLD} && {R} > 1 && ember_nt > 1) {{",
+                "    #pragma omp parallel for schedule(static) num_threads(ember_nt)"]
+        body += loop + ["    } else {"] + loop + ["    }"]
+        return "\n".join(head + body + ["}"]) + "\n"
 
     def _pass(self, m: LNode) -> list[str]:
         stmts: list[str] = []
@@ -304,7 +339,7 @@ class _KernelGen:
             out.append(f"            {accd} acc = {init};")
             if pragma:
                 out.append(f"            {pragma}")
-            out.append(f"            for (int64_t j = 0; j < {self.L}; j++) {{")
+            out.append(f"            for (int64_t j = 0; j < {self.num('L', self.L)}; j++) {{")
             out += ["                " + s for s in stmts] + [f"                {upd}",
                                                               "            }"]
             if m.scale is not None:
@@ -319,10 +354,11 @@ class _KernelGen:
             out.append("        }")
             return out
         v = self.expr(m.expr, {}, stmts)
+        L = self.num("L", self.L)
         out.append("        #pragma omp simd")
-        out.append(f"        for (int64_t j = 0; j < {self.L}; j++) {{")
+        out.append(f"        for (int64_t j = 0; j < {L}; j++) {{")
         out += ["            " + s for s in stmts]
-        out.append(f"            p{self.slot_of[id(m)]}[r * {self.L} + j] = ({ct}){v};")
+        out.append(f"            p{self.slot_of[id(m)]}[r * {L} + j] = ({ct}){v};")
         out.append("        }")
         return out
 
@@ -332,15 +368,26 @@ def needs_openmp(kernels: list[Kernel]) -> bool:
     return any(math.prod(k.shape) >= PAR_THRESHOLD for k in kernels)
 
 
-def generate_c(kernels: list[Kernel], vector_math: bool) -> tuple[str, list[list[Slot]]]:
-    """The translation unit for ``kernels`` and each kernel's pointer slots."""
+def generate_c(kernels: list[Kernel], vector_math: bool
+               ) -> tuple[str, list[list[Slot]], list[list[int]]]:
+    """The translation unit for ``kernels``, each kernel's pointer slots and its ``sz``
+    values (the sizes, strides and offsets it reads at run time)."""
     parts = [f"/* ember generated kernels (codegen v{CODEGEN_VERSION}) */\n", PRELUDE]
     if vector_math:
         parts.append(vector_decls())
     parts.append(THREADS_DECL)
-    slots = []
+    slots, sizes = [], []
     for k in kernels:
         g = _KernelGen(k)
         parts.append(g.source())
         slots.append(g.slots)
-    return "\n".join(parts), slots
+        sizes.append(g.sizes)
+    return "\n".join(parts), slots, sizes
+
+
+def group_entry(j: int, members: list[tuple[int, int, int]]) -> str:
+    """``ember_g<j>(buf, sz)``: the kernels ``(index, first pointer, first size)`` of one
+    group in order - one foreign call runs consecutive kernels."""
+    lines = [f"void ember_g{j}(void** buf, const int64_t* sz) {{"]
+    lines += [f"    ember_k{i}(buf + {p}, sz + {z});" for i, p, z in members]
+    return "\n".join(lines + ["}"]) + "\n"

@@ -81,6 +81,43 @@ def test_softmax_layer_norm_at_most_two_kernels(dtype):
     assert _check(lambda a, w, b: F.layer_norm(a, (19,), w, b), x, w, b).kernels <= 2
 
 
+def test_consecutive_kernels_run_in_one_foreign_call():
+    x = ember.randn(6, 7, 19)
+    w, b = ember.randn(19), ember.randn(19)
+    c = _check(lambda a, w, b: (F.softmax(F.layer_norm(a, (19,), w, b).exp(), -1) * 3,
+                                (w * b).tanh()), x, w, b, rtol=1e-5, atol=1e-6)
+    assert c.kernels == 2 and c.calls == 1
+    # a node left to NumPy (matmul) between kernels splits them into two calls
+    m = ember.randn(19, 19)
+    c = _check(lambda a, m: F.softmax(((a * 2).relu() @ m).tanh(), -1), x, m,
+               rtol=1e-5, atol=1e-5)
+    assert c.calls == 2
+
+
+def test_kernels_take_sizes_as_arguments():
+    """One library serves every size of a shape class: other sizes build nothing."""
+    w, b = ember.randn(16), ember.randn(16)
+
+    def f(a, w, b):
+        return F.softmax(F.layer_norm((a * 2).relu(), (16,), w, b), -1).mean(-1)
+
+    cf = ember.compile(f, backend="c", dynamic=True)
+    cf(ember.randn(3, 16), w, b)
+    before = dict(cc.stats)
+    for n in (5, 7, 40):
+        x = ember.randn(n, 16)
+        assert_close(cf(x, w, b), f(x, w, b), rtol=1e-5, atol=1e-6)
+    assert cc.stats["compiles"] == before["compiles"]
+    # a new row length is the same kernel too (sizes, strides and 1/n are arguments)
+    g = ember.compile(lambda a: (a.exp() * 2).mean(-1), backend="c", dynamic=True)
+    g(ember.randn(4, 3))
+    before = dict(cc.stats)
+    for n in (5, 9, 31):
+        x = ember.randn(4, n)
+        assert_close(g(x), (x.exp() * 2).mean(-1), rtol=1e-5, atol=1e-6)
+    assert cc.stats["compiles"] == before["compiles"]
+
+
 def test_reductions_and_strided_inputs():
     x = ember.randn(5, 9, dtype=ember.float64)
     y = ember.randn(9, 5, dtype=ember.float64)
@@ -246,7 +283,7 @@ def test_output_code_log(capsys):
         _compile(lambda a: (a + 1).relu(), ember.randn(3))
     finally:
         logs.set_logs()
-    assert "void ember_k0(void** buf)" in capsys.readouterr().err
+    assert "void ember_k0(void** buf, const int64_t* sz)" in capsys.readouterr().err
 
 
 def test_cache_dir_default(monkeypatch):

@@ -20,7 +20,7 @@ import numpy as np
 from ember.compiler import cc, logs
 from ember.compiler.backends import numpy_backend as npb
 from ember.compiler.backends import register_backend
-from ember.compiler.codegen_c import generate_c, needs_openmp
+from ember.compiler.codegen_c import generate_c, group_entry, needs_openmp
 from ember.compiler.graph import GraphModule, Node, compile_source
 from ember.compiler.lower.decomp import Lowering
 from ember.compiler.lower.ir import LNode
@@ -85,22 +85,77 @@ class _CGen(npb._Gen):
         self.contig: dict[int, str] = {}
         self.c_source = None
         self.slots = None
+        self.sizes = None
+        self.pending: list = []         # kernels emitted since the last other line
+        self.groups: list[list] = []    # consecutive kernels: one foreign call each
+        self.group_refs: list[list] = []  # per group, per kernel: where each input comes from
 
     def prepare(self) -> bool:
         if not self.kernels:
             return False
-        self.c_source, self.slots = generate_c(self.kernels, cc.vector_math_ok())
+        self.c_source, self.slots, self.sizes = generate_c(self.kernels, cc.vector_math_ok())
         return True
+
+    def finish(self) -> None:
+        """Append the group entry points (after :meth:`run` chose the groups)."""
+        parts = [self.c_source]
+        for j, group in enumerate(self.groups):
+            members, p, z = [], 0, 0
+            for k in group:
+                members.append((k.index, p, z))
+                p += len(self.slots[k.index])
+                z += len(self.sizes[k.index])
+            parts.append(group_entry(j, members))
+        self.c_source = "\n".join(parts)
+
+    def symbols(self) -> list[str]:
+        return ["ember_set_threads"] + [f"ember_g{j}" for j in range(len(self.groups))]
 
     def bind(self, lib) -> None:
         lib.ember_set_threads.argtypes = [ctypes.c_int]
         lib.ember_set_threads.restype = None
         lib.ember_set_threads(cc.num_threads())
-        for k, slots in zip(self.kernels, self.slots, strict=True):
-            cfn = getattr(lib, f"ember_k{k.index}")
-            cfn.argtypes = [ctypes.c_void_p]
+        for j, group in enumerate(self.groups):
+            cfn = getattr(lib, f"ember_g{j}")
+            cfn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
             cfn.restype = None
-            self.globals[f"_k{k.index}"] = _kernel_call(cfn, k, slots)
+            self.globals[f"_g{j}"] = _group_call(
+                cfn, [(k, self.slots[k.index], self.sizes[k.index], refs)
+                      for k, refs in zip(group, self.group_refs[j], strict=True)])
+
+    def emit(self, line: str) -> None:
+        if self.pending:
+            self._flush()
+        super().emit(line)
+
+    def _flush(self) -> None:
+        group, self.pending = self.pending, []
+        j = len(self.groups)
+        self.groups.append([k for k, _i, _o in group])
+        # an input made by an earlier kernel of the group is taken from inside the call
+        made: dict[str, int] = {}
+        args: list[str] = []
+        refs = []
+        for _k, ins, outs in group:
+            r = []
+            for a in ins:
+                if a in made:
+                    r.append(("out", made[a]))
+                else:
+                    r.append(("arg", len(args)))
+                    args.append(a)
+            refs.append(r)
+            for a in outs:
+                made[a] = len(made)
+        self.group_refs.append(refs)
+        outs = [a for _k, _i, o in group for a in o]
+        super().emit(f"{', '.join(outs)}, = _g{j}({', '.join(args)})")
+
+    def run(self) -> str:
+        source = super().run()
+        if self.pending:
+            raise RuntimeError("kernels after the return statement")
+        return source
 
     def _call(self, node: Node) -> None:
         if id(node) in self.lowered:
@@ -130,8 +185,7 @@ class _CGen(npb._Gen):
         outs = [s.ln for s in slots if s.is_out]
         names = [f"_o{k.index}_{i}" for i in range(len(outs))]
         tnames = [f"_t{k.index}_{i}" for i in range(len(outs))]
-        lhs = ", ".join(names + tnames)
-        self.emit(f"{lhs} = _k{k.index}({', '.join(ins)})")
+        self.pending.append((k, ins, names + tnames))
         for ln, name, tname in zip(outs, names, tnames, strict=True):
             self.ln_var[id(ln)] = name
             for gnode in self.gnodes_of.get(id(ln), ()):
@@ -148,32 +202,47 @@ def _large(ln) -> bool:
     return math.prod(ln.shape) * ln.dtype.itemsize >= _LARGE
 
 
-def _kernel_call(cfn, k, slots):
-    """``call(*input_arrays) -> (*output_arrays, *output_tensors)``; a tensor is None for
-    small outputs. NOTE [Large intermediates] in numpy_backend.py: fresh multi-megabyte arrays
-    page-fault on every call, so large outputs are blocks of ember's allocator, kept alive by
-    their tensor (the glue holds it and returns it)."""
-    specs = [(tuple(s.ln.shape), np.dtype(s.ln.dtype.np), s.ln.dtype, _large(s.ln))
-             for s in slots if s.is_out]
-    n = len(slots)
-    arr_t = ctypes.c_void_p * n
+def _group_call(cfn, members):
+    """``call(*input_arrays) -> per kernel (*output_arrays, *output_tensors)``, running the
+    group's kernels in one foreign call; a tensor is None for small outputs. NOTE [Large
+    intermediates] in numpy_backend.py: fresh multi-megabyte arrays page-fault on every call,
+    so large outputs are blocks of ember's allocator, kept alive by their tensor (the glue
+    holds it and returns it)."""
+    plan = []           # per kernel: where its inputs come from, output specs
+    nptr, all_sizes, numel = 0, [], 0
+    for k, slots, sizes, refs in members:
+        specs = [(tuple(s.ln.shape), np.dtype(s.ln.dtype.np), s.ln.dtype, _large(s.ln))
+                 for s in slots if s.is_out]
+        plan.append((refs, specs))
+        nptr += len(slots)
+        all_sizes += sizes
+        numel += math.prod(k.shape)
+    arr_t = ctypes.c_void_p * nptr
+    sz = (ctypes.c_int64 * max(len(all_sizes), 1))(*all_sizes)
+    sz_addr = ctypes.addressof(sz)
     empty = np.empty
-    numel = math.prod(k.shape)
 
     def call(*ins):
-        outs, tens = [], []
-        for shape, npd, d, large in specs:
-            if large:
-                t = empty_tensor(shape, d)
-                tens.append(t)
-                outs.append(numpy_view(t))
-            else:
-                tens.append(None)
-                outs.append(empty(shape, npd))
+        ptrs, ret = [], []
+        for refs, specs in plan:
+            ptrs += [_ptr(ins[i] if kind == "arg" else ret[i]) for kind, i in refs]
+            outs, tens = [], []
+            for shape, npd, d, large in specs:
+                if large:
+                    t = empty_tensor(shape, d)
+                    tens.append(t)
+                    outs.append(numpy_view(t))
+                else:
+                    tens.append(None)
+                    outs.append(empty(shape, npd))
+            ptrs += [_ptr(o) for o in outs]
+            ret += outs
+            ret += tens
         if numel:
-            cfn(arr_t(*[_ptr(a) for a in ins], *[_ptr(o) for o in outs]))
-        return (*outs, *tens)
+            cfn(arr_t(*ptrs), sz_addr)
+        return ret
 
+    call.sizes = sz         # keeps the size array alive with the closure
     return call
 
 
@@ -216,14 +285,19 @@ def c_backend(gm: GraphModule, example_inputs):
         logs.log("graph_code", f"c backend: lowering failed ({type(e).__name__}: {e}); "
                  "using the numpy backend")
         return fallback
+    try:
+        source = gen.run()
+        gen.finish()
+    except Exception as e:  # noqa: BLE001 - the glue must never break compilation
+        logs.log("graph_code", f"c backend: generating the glue failed ({type(e).__name__}: "
+                 f"{e}); using the numpy backend")
+        return fallback
     logs.log("graph_code", f"c backend kernels:\n{gen.c_source}")
-    lib = cc.build(gen.c_source, ["ember_set_threads"] + [f"ember_k{k.index}" for k in gen.kernels],
-                   needs_openmp(gen.kernels))
+    lib = cc.build(gen.c_source, gen.symbols(), needs_openmp(gen.kernels))
     if lib is None:
         return fallback
     try:
         gen.bind(lib)
-        source = gen.run()
         fwd = compile_source(source, gen.globals, "forward", "c")
     except Exception as e:  # noqa: BLE001 - the glue must never break compilation
         logs.log("graph_code", f"c backend: generating the glue failed ({type(e).__name__}: "
@@ -240,6 +314,7 @@ def c_backend(gm: GraphModule, example_inputs):
         return fwd(*args)
 
     run.kernels = len(gen.kernels)
+    run.calls = len(gen.groups)
     run.c_source = gen.c_source
     run.source = source
     run.fallbacks = gen.fallbacks

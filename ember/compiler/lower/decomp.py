@@ -332,7 +332,7 @@ def _reduce(lw, node, b):
     shape = tuple(x.val.shape)
     post = None
     if name == "mean":
-        post = op("div", d, Expr("acc", d), const(float(shape[-1]), d))
+        post = op("div", d, Expr("acc", d), Expr("rowlen", d))
     ln = lw.red("sum" if name == "mean" else name, lw.ref(x, d), shape, bool(b.get("keepdim")),
                 post)
     if ln.shape != tuple(node.val.shape):
@@ -369,7 +369,7 @@ def _layer_norm(lw, node, b):
     if node.val[0].dtype is not d:
         return None
     shape = tuple(x.val.shape)
-    n = const(float(shape[-1]), d)
+    n = Expr("rowlen", d)        # the row length: a kernel argument, not a constant
     ex = lw.ref(x, d)
     mean = lw.red("sum", ex, shape, True, op("div", d, Expr("acc", d), n))
     cen = lw.pw(shape, d, op("sub", d, ex, load(mean)))
