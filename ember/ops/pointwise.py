@@ -1215,7 +1215,10 @@ def lerp_plan(input, end, weight) -> tuple:
     d = input._dtype
     for arg, x in (("end", end), ("weight", weight)):
         if isinstance(x, Tensor):
-            if x._dtype is not d:
+            # torch lets a 0-d weight of another dtype through (the compute dtype is input's),
+            # but no other mismatch
+            zero_d_weight = arg == "weight" and not x._shape
+            if x._dtype is not d and not zero_d_weight:
                 raise RuntimeError(f"lerp: expected dtype {d.name} for `{arg}` but got dtype "
                                    f"{x._dtype.name}")
             shapes.append(x._shape)

@@ -323,6 +323,12 @@ def _lerp_samples(d):
             yield SampleInput((x, end, make(sb, d, low=-0.5, high=1.5)), {}, f"{lay}-tensor-w")
     yield SampleInput((make((3,), d), make((3,), "float64"), 0.5), {}, "end-dtype")
     yield SampleInput((make((3,), d), make((3,), d), make((3,), "float64")), {}, "w-dtype")
+    # a 0-d weight: of another floating dtype too (torch computes in input's dtype)
+    for wd in ("float32", "float64", "int64") if d in FLOATS else ():
+        yield SampleInput((make((3, 4), d, layout="permuted"), make((4,), d),
+                           make((), wd, low=0, high=1)), {}, f"w-0d-{wd}")
+    yield SampleInput((make((), d), make((), d), make((), d)), {}, "all-0d")
+    yield SampleInput((make((0, 3), d), make((3,), d), make((), d)), {}, "empty")
 
 
 def _lerp_inplace_samples(d):
