@@ -1,6 +1,7 @@
-"""The autocast backend: per-operator casting policies registered at ``AutocastCPU``.
+"""The autocast backend: per-operator casting policies at ``AutocastCPU`` and ``AutocastCUDA``.
 
-Owns which operators autocast changes and how (torch's CPU lists): ``lower`` casts floating
+Owns which operators autocast changes and how (torch's CPU lists, and its CUDA lists at the
+CUDA key): ``lower`` casts floating
 arguments to the region's lower-precision dtype (matrix products, convolutions), ``fp32``
 casts lower-precision arguments up to float32 (linear algebra, ``prod``, ``trace``, ``cdist``,
 quantiles, reflection/replication padding), ``promote`` casts every floating argument to the
@@ -23,7 +24,7 @@ from ember.ops.copy import _to_copy
 from ember.tensor import Tensor
 
 __all__ = ["LOWER_PRECISION_OPS", "FP32_OPS", "PROMOTE_OPS", "autocast_function", "cast_floating",
-           "policy_of"]
+           "policy_of", "CUDA_LOWER_PRECISION_OPS", "CUDA_FP32_OPS", "CUDA_PROMOTE_OPS"]
 
 _LOWER_DTYPES = (dt.float16, dt.bfloat16)
 
@@ -35,6 +36,24 @@ FP32_OPS = ("prod", "trace", "cdist", "quantile", "nanquantile", "inverse", "lin
             "linalg_cholesky", "linalg_eigh", "linalg_eigvalsh", "linalg_qr", "linalg_solve",
             "linalg_svd", "linalg_svdvals", "linalg_matrix_rank")
 PROMOTE_OPS = ("cat", "stack", "index_copy")
+# torch's CUDA lists (autocast_mode.cpp), as far as ember defines the operators; the
+# "fp32_set_opt_dtype" list (softmax, sum, cumsum, ...) runs in float32 like the fp32 list
+CUDA_LOWER_PRECISION_OPS = ("mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "convolution",
+                            "einsum", "mv", "addmv", "addr", "chain_matmul",
+                            "linalg_multi_dot", "prelu", "_convolution", "conv_tbc",
+                            "linalg_vecdot")
+CUDA_FP32_OPS = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2",
+                 "log1p", "reciprocal", "rsqrt", "sinh", "tan", "pow", "softplus",
+                 "native_layer_norm", "layer_norm", "group_norm", "native_group_norm",
+                 "frobenius_norm", "nuclear_norm", "cosine_similarity", "dist", "pdist",
+                 "cdist", "renorm", "logsumexp", "upsample_nearest1d", "upsample_nearest2d",
+                 "upsample_nearest3d", "upsample_linear1d", "upsample_bilinear2d",
+                 "upsample_trilinear3d", "upsample_bicubic2d",
+                 "prod", "softmax", "log_softmax", "cumprod", "cumsum", "linalg_vector_norm",
+                 "linalg_matrix_norm", "sum")
+CUDA_PROMOTE_OPS = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "vdot",
+                    "grid_sampler", "index_put", "scatter_add", "tensordot", "cat", "stack",
+                    "index_copy")
 # pad runs in float32 where torch's pad reaches a reflection (1-d, 2-d) or replication kernel
 _FP32_PADS = {"reflect": (2, 4), "replicate": (2, 4, 6)}
 
@@ -161,15 +180,20 @@ def autocast_function(policy: str) -> Callable:
     function is called as it is.
     """
     cast = _POLICIES[policy]
-    ds, bit = dispatcher.dispatch_state(), 1 << AUTOCAST_KEY["cpu"]
+    ds = dispatcher.dispatch_state()
+    devices = tuple((d, 1 << AUTOCAST_KEY[d]) for d in ("cpu", "cuda"))
+    bits = devices[0][1] | devices[1][1]
 
     def deco(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            if not ds.keep & bit:  # autocast off, or excluded inside another autocast op
+            keep = ds.keep & bits
+            if not keep:  # autocast off, or excluded inside another autocast op
                 return fn(*args, **kwargs)
-            with ExcludeKeys(bit):
-                args, kwargs = cast("cpu", args, kwargs)
+            with ExcludeKeys(keep):
+                for device, bit in devices:
+                    if keep & bit:
+                        args, kwargs = cast(device, args, kwargs)
                 return fn(*args, **kwargs)
         return wrapper
     return deco
@@ -185,6 +209,14 @@ def _register() -> None:
             if not ops:
                 raise RuntimeError(f"autocast: no operator named {name!r} to register")
             for op in ops:
+                op.register(key, _kernel(_POLICIES[policy], device, 1 << key),
+                            with_keyset=True)
+    # CUDA: torch's lists name operators ember may not define (skipped)
+    device, key = "cuda", AUTOCAST_KEY["cuda"]
+    for policy, names in (("lower", CUDA_LOWER_PRECISION_OPS), ("fp32", CUDA_FP32_OPS),
+                          ("promote", CUDA_PROMOTE_OPS)):
+        for name in names:
+            for op in dispatcher.overloads("aten", name):
                 op.register(key, _kernel(_POLICIES[policy], device, 1 << key),
                             with_keyset=True)
 

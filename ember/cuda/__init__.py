@@ -9,16 +9,19 @@ memory figures come from its caching allocator (``ember.memory``), synchronisati
 from its descriptor, and device queries from the descriptor's ``extra`` hooks
 (``device_count``, ``current_device``, ``set_device``, ``get_device_name``, ``manual_seed``...).
 
-Importing this module registers nothing: the device registry imports it lazily when asked
-for ``"cuda"`` (``ember.memory.devices``), which is where a CuPy-based backend will register.
+Importing this module registers the CuPy device (``ember.backends.cupy_device``; NOTE [The
+CuPy device]) when CuPy is installed and sees a GPU, and nothing otherwise; the device
+registry also imports it when first asked for ``"cuda"`` (``ember.memory.devices``).
 """
 
 from __future__ import annotations
 
+from ember.backends import cupy_device as _cupy_device
 from ember.backends.cuda import cuda_backend
 from ember.core.device import Device
 from ember.cuda import amp as amp
 from ember.cuda.memory import (
+    _record_memory_history,
     empty_cache,
     get_per_process_memory_fraction,
     max_memory_allocated,
@@ -53,6 +56,7 @@ __all__ = [
     "reset_max_memory_allocated", "reset_accumulated_memory_stats", "memory_stats",
     "memory_stats_as_nested_dict", "memory_summary", "memory_snapshot", "mem_get_info",
     "set_per_process_memory_fraction", "get_per_process_memory_fraction",
+    "_record_memory_history",
 ]
 
 
@@ -322,11 +326,32 @@ def stream(stream) -> StreamContext:
 
 
 def current_stream(device=None):
-    """The stream kernels are queued on."""
+    """The stream kernels are queued on (``torch.cuda.current_stream``)."""
     backend = cuda_backend()
     if backend is None:
         raise _not_compiled()
     return backend.current_stream()
+
+
+def _record_stream(self, stream) -> None:
+    """Mark this CUDA tensor's memory as used by ``stream`` (``torch.Tensor.record_stream``).
+
+    When the tensor's storage is freed, its block is not reused until the work queued on
+    ``stream`` by then has completed (NOTE [Cross-stream frees] in ``ember/memory/allocator.py``).
+    """
+    if self._device.type != "cuda":
+        raise RuntimeError(f"record_stream: expected a CUDA tensor, got one on {self._device}")
+    _require("record_stream")(self, stream)
+
+
+def _install_tensor_methods() -> None:
+    from ember.tensor import Tensor
+    if not hasattr(Tensor, "record_stream"):
+        Tensor.record_stream = _record_stream
+
+
+_install_tensor_methods()
+_cupy_device.register()
 
 
 def default_stream(device=None):

@@ -24,7 +24,7 @@ __all__ = ["memory_allocated", "max_memory_allocated", "memory_reserved", "max_m
            "reset_max_memory_allocated", "reset_accumulated_memory_stats", "memory_stats",
            "memory_stats_as_nested_dict", "memory_summary", "memory_snapshot", "mem_get_info",
            "set_per_process_memory_fraction", "get_per_process_memory_fraction",
-           "not_compiled"]
+           "not_compiled", "_record_memory_history"]
 
 
 def not_compiled(exc: type[Exception] = AssertionError) -> Exception:
@@ -145,8 +145,22 @@ def memory_snapshot(mempool_id=None, include_traces: bool = True) -> list[dict]:
 
 
 def mem_get_info(device=None) -> tuple[int, int]:
-    """``(free, total)`` bytes of a CUDA device (``AssertionError`` without one)."""
-    return _memory.mem_get_info(_needs(device, AssertionError))
+    """``(free, total)`` bytes of a CUDA device, from ``cudaMemGetInfo`` when the backend
+    provides it (``AssertionError`` without a CUDA device)."""
+    d = _needs(device, AssertionError)
+    hook = cuda_backend().extra.get("mem_get_info")
+    return hook(d.index) if hook is not None else _memory.mem_get_info(d)
+
+
+def _record_memory_history(enabled="all", context="all", stacks="all",
+                           max_entries: int = 1_000_000, device=None, **kwargs) -> None:
+    """Record where each CUDA block is allocated (``torch.cuda.memory._record_memory_history``).
+
+    ``enabled`` None turns recording off; any other value turns it on (ember records Python
+    frames and the operator for every allocation). ``AttributeError`` without CUDA.
+    """
+    d = _needs(device, AttributeError)
+    _memory.record_history(enabled is not None and enabled is not False, max_entries, d)
 
 
 def set_per_process_memory_fraction(fraction: float, device=None) -> None:

@@ -64,12 +64,16 @@ def _device_type(device_type) -> str:
 
 
 def is_autocast_available(device_type: str) -> bool:
-    """Whether ember can autocast on ``device_type`` (only ``"cpu"`` has a backend today).
+    """Whether ember can autocast on ``device_type``: ``"cpu"``, and ``"cuda"`` once a CUDA
+    backend is registered.
 
     Example:
         >>> ember.amp.is_autocast_available("cpu")
         True
     """
+    if device_type == "cuda":
+        from ember.memory import devices
+        return any(b.name == "cuda" for b in devices.registered_backends())
     return device_type == "cpu"
 
 

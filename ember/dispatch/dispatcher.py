@@ -450,7 +450,9 @@ def _device_of_call(name: str, args, kwargs, check: bool):
             d = t._device
             if found is None and d.type == name:
                 found = d
-            elif d is not found and check and (t._shape or d.type != "cpu"):
+            elif d is not found and check and (t._shape or d.type != "cpu") and not (
+                    found is not None and d.type == found.type and not d.index and
+                    not found.index):  # "cuda" and "cuda:0" are one device
                 other = found if found is not None else _devices.Device(name)
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found "
                                    f"at least two devices, {other} and {d}!")

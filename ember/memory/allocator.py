@@ -50,6 +50,19 @@ otherwise only rise and the large pool's current otherwise only falls. So ``v <=
 ``v <= small peak`` and ``v + large <= all peak``: no peak changes, and the one comparison per
 statistic is all a small malloc pays.
 
+NOTE [Cross-stream frees]
+An allocator may be given a stream provider (``set_streams``: ``current()``, ``record(key)``,
+``query(event)``, ``synchronize(event)``, ``default``; keys are hashable stream handles), as
+the CUDA device's is; the CPU's has none and runs the code below unchanged. With one, as in
+c10: a segment belongs to the stream current when it was allocated, and a request is served
+only from free blocks of its own stream's segments (best fit among them). ``record_stream``
+marks an allocated block as used by another stream; freeing such a block counts the
+allocation as freed at once (``allocated_bytes`` falls) but records an event on every stream
+that used it and keeps the block out of the pools, still "active", until all those events
+have completed. Each ``malloc`` first processes completed events in stream order;
+``empty_cache`` and the out-of-memory retry wait for all of them (``num_sync_all_streams``).
+The exact-size lane is off with streams.
+
 NOTE [Re-entrancy]
 A Storage is freed from ``__del__``, which the garbage collector may run in the middle of a
 ``malloc`` on the same thread. The allocator holds an ``RLock`` (other threads wait) and a
@@ -191,7 +204,7 @@ class MetaBackend:
 class Segment:
     """Memory obtained from the backend in one piece; its blocks tile it."""
 
-    __slots__ = ("buf", "addr", "size", "small", "head", "ctx")
+    __slots__ = ("buf", "addr", "size", "small", "head", "ctx", "stream")
 
 
 class Block:
@@ -364,6 +377,13 @@ class CachingAllocator:
         self.recording = False
         self.trace: deque = deque(maxlen=100_000)
         self.context_provider = None  # () -> op name or None (set by ember.utils)
+        self.streams = None  # NOTE [Cross-stream frees]
+        self.cur_stream = None
+        self.uses: dict[Block, set] = {}  # block -> streams recorded with record_stream
+        self.events: dict = {}  # stream -> deque of (event, block), in record order
+        self.event_count: dict[Block, int] = {}
+        self.pending_free = {True: [0, 0], False: [0, 0]}  # small? -> [blocks, bytes]
+        self.num_sync_all_streams = 0
         self.configure(config or AllocatorConfig())
 
     # -- configuration -----------------------------------------------------------------------
@@ -608,6 +628,8 @@ class CachingAllocator:
             self._release_available(size)
             block = self._alloc_segment(pool, alloc_size)
         if block is None:
+            if self.events:
+                self._sync_events()
             self._release_cached()
             self.num_alloc_retries += 1
             block = self._alloc_segment(pool, alloc_size)
@@ -631,6 +653,7 @@ class CachingAllocator:
         seg.size = alloc_size
         seg.small = pool.small
         seg.ctx = None
+        seg.stream = self.cur_stream
         block = _new(Block)
         block.seg = seg
         block.ptr = addr
@@ -703,8 +726,13 @@ class CachingAllocator:
         self.busy = True
         try:
             pending = self.pending
+            uses = self.uses
             while pending:
-                self._free(pending.pop())
+                block = pending.pop()
+                if uses and block in uses:
+                    self._free_later(block)
+                else:
+                    self._free(block)
         finally:
             self.busy = False
 
@@ -734,7 +762,7 @@ class CachingAllocator:
         """Turn history recording on or off (recording bypasses the exact-size lane)."""
         self.flush()
         self.recording = on
-        self.lane_on = self.caching and not on
+        self.lane_on = self.caching and not on and self.streams is None
 
     def _count_free(self, block: Block) -> None:
         seg = block.seg
@@ -927,11 +955,160 @@ class CachingAllocator:
             self.busy = True
             try:
                 self._flush()
+                if self.events:
+                    self._sync_events()
                 self._release_cached()
             finally:
                 self.busy = False
                 if self.pending:
                     self._drain()
+
+    # -- streams (NOTE [Cross-stream frees]) -----------------------------------------------
+    def set_streams(self, streams) -> None:
+        """Make this allocator stream-aware with the provider ``streams`` (see the NOTE)."""
+        self.flush()
+        with self.lock:
+            self.streams = streams
+            self.cur_stream = streams.default
+            for seg in self.segments.values():
+                seg.stream = streams.default
+            self.lane_on = False
+            self._get_free_block = self._get_free_block_stream
+            self.free = self._free_streams
+
+    def record_stream(self, block: Block, stream) -> None:
+        """Mark ``block`` as used by ``stream`` (``Tensor.record_stream``): when freed, it is
+        not reused before the work queued on ``stream`` by then has completed."""
+        if self.streams is None:
+            raise RuntimeError(f"record_stream: the {self.device} allocator has no streams")
+        with self.lock:
+            if block.allocated is not True or stream == block.seg.stream:
+                return
+            self.uses.setdefault(block, set()).add(stream)
+
+    def _get_free_block_stream(self, pool: Pool, size: int) -> Block | None:
+        """``_get_free_block`` among the current stream's blocks (after completed events)."""
+        streams = self.streams
+        stream = self.cur_stream = streams.current()
+        if self.events:
+            self._process_events()
+        buckets, sizes = pool.buckets, pool.sizes
+        free_blocks = self.free_blocks
+        max_split = self.max_split
+        for i in range(bisect_left(sizes, size), len(sizes)):
+            bsize = sizes[i]
+            if max_split < UNLIMITED:
+                if size < max_split <= bsize:
+                    return None
+                if size >= max_split and bsize >= size + self.max_nsr:
+                    return None
+            bucket = buckets[bsize]
+            for j in range(len(bucket) - 1, -1, -1):  # lowest address first
+                block = free_blocks[-bucket[j]]
+                if block.seg.stream == stream:
+                    if self.config.gc_threshold:
+                        pool.calls += 1
+                    del bucket[j]
+                    if not bucket:
+                        del buckets[bsize]
+                        del sizes[i]
+                    return free_blocks.pop(block.ptr)
+        return None
+
+    def _free_streams(self, block: Block) -> None:
+        """``free`` of a stream-aware allocator: blocks used by other streams wait."""
+        if not self.uses or block not in self.uses:
+            return CachingAllocator.free(self, block)
+        lock = self.lock
+        lock.acquire()
+        if self.busy:
+            self.pending.append(block)
+            lock.release()
+            return
+        self.busy = True
+        try:
+            self._free_later(block)
+        finally:
+            self.busy = False
+            if self.pending:
+                self._drain()
+            lock.release()
+
+    def _free_later(self, block: Block) -> None:
+        """Count the allocation freed; park the block until its streams' events complete."""
+        uses = self.uses.pop(block)
+        seg = block.seg
+        pool = self.small if seg.small else self.large
+        size = block.size
+        if self.recording:
+            self._record("free_requested", block.ptr, size, block.ctx)
+        pool.ab -= size
+        pool.ab_fr += size
+        pool.ac -= 1
+        pool.ac_fr += 1
+        if size >= self.max_split:
+            self.oa[0] -= 1
+            self.oa[3] += 1
+        block.allocated = _PENDING
+        pf = self.pending_free[seg.small]
+        pf[0] += 1
+        pf[1] += size
+        self.event_count[block] = len(uses)
+        for stream in uses:
+            event = self.streams.record(stream)
+            queue = self.events.get(stream)
+            if queue is None:
+                queue = self.events[stream] = deque()
+            queue.append((event, block))
+
+    def _complete(self, block: Block) -> None:
+        """Every event of a parked block completed: free it into its pool."""
+        del self.event_count[block]
+        seg = block.seg
+        pool = self.small if seg.small else self.large
+        req = block.requested
+        pool.rq -= req
+        pool.rq_fr += req
+        pf = self.pending_free[seg.small]
+        pf[0] -= 1
+        pf[1] -= block.size
+        self._free_block(block)
+
+    def _event_done(self, block: Block) -> None:
+        n = self.event_count[block] - 1
+        if n:
+            self.event_count[block] = n
+        else:
+            self._complete(block)
+
+    def _process_events(self) -> None:
+        """Free the parked blocks whose events have all completed (each stream in order)."""
+        query = self.streams.query
+        for stream, queue in list(self.events.items()):
+            while queue and query(queue[0][0]):
+                self._event_done(queue.popleft()[1])
+            if not queue:
+                del self.events[stream]
+
+    def _sync_events(self) -> None:
+        """Wait for every outstanding event and free the parked blocks."""
+        self.num_sync_all_streams += 1
+        sync = self.streams.synchronize
+        events, self.events = self.events, {}
+        for queue in events.values():
+            for event, block in queue:
+                sync(event)
+                self._event_done(block)
+
+    def process_events(self) -> None:
+        """Free parked blocks whose events have completed (tests, statistics)."""
+        with self.lock:
+            if self.events and not self.busy:
+                self.busy = True
+                try:
+                    self._process_events()
+                finally:
+                    self.busy = False
 
     # -- history -----------------------------------------------------------------------------
     def _context(self):
@@ -979,6 +1156,9 @@ class CachingAllocator:
                         if b.prev is not None or b.next is not None:
                             t[5] += b.size
                             t[6] += 1
+                    elif b.allocated is _PENDING:  # freed, awaiting other streams' events
+                        t[4] += b.requested
+                        assert b in self.event_count
                     else:
                         t[2] += b.size
                         t[3] += 1
@@ -1011,6 +1191,7 @@ def _blocks(seg: Segment):
 
 
 _LANE = 2  # Block.allocated of a freed block waiting in the exact-size lane (truthy: no merge)
+_PENDING = 3  # Block.allocated of a freed block awaiting other streams (NOTE [Cross-stream ...])
 _MEMORY_DIR = os.path.dirname(os.path.abspath(__file__))
 
 

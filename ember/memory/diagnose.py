@@ -162,7 +162,7 @@ def out_of_memory(alloc: CachingAllocator, nbytes: int, size: int,
     unused = reserved - allocated
     largest = alloc.largest_free_block()
     limit = alloc.limit
-    dev = alloc.device.upper() if alloc.device == "cpu" else alloc.device
+    dev = alloc.device.upper() if alloc.device in ("cpu", "cuda") else alloc.device
     lines = [
         f"{dev} out of memory. Tried to allocate {format_size(alloc_size)} (a request of "
         f"{format_size(nbytes)}). Device {alloc.device} has a total capacity of "

@@ -98,23 +98,29 @@ def _frames(ctx) -> list[dict]:
 
 def _segment_dict(alloc: CachingAllocator, seg) -> dict:
     blocks, offset = [], 0
-    allocated = requested = 0
+    allocated = requested = active = 0
     b = seg.head
     while b is not None:
-        state = "active_allocated" if b.allocated else "inactive"
+        # a freed block awaiting other streams' events (NOTE [Cross-stream frees])
+        pending = b.allocated == 3
+        state = "active_pending_free" if pending else \
+            "active_allocated" if b.allocated else "inactive"
         entry = {"address": seg.addr + offset, "size": b.size,
                  "requested_size": b.requested, "state": state, "frames": _frames(b.ctx)}
         if b.ctx is not None:
             entry["op"] = b.ctx[0]
         blocks.append(entry)
         if b.allocated:
-            allocated += b.size
+            active += b.size
             requested += b.requested
+            if not pending:
+                allocated += b.size
         offset += b.size
         b = b.next
     return {"device": alloc.device, "address": seg.addr, "total_size": seg.size,
-            "allocated_size": allocated, "active_size": allocated, "requested_size": requested,
-            "stream": 0, "segment_type": "small" if seg.small else "large",
+            "allocated_size": allocated, "active_size": active, "requested_size": requested,
+            "stream": getattr(seg, "stream", None) or 0,
+            "segment_type": "small" if seg.small else "large",
             "segment_pool_id": (0, 0), "is_expandable": False, "frames": _frames(seg.ctx),
             "blocks": blocks}
 

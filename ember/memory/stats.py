@@ -35,7 +35,15 @@ def memory_stats(alloc: CachingAllocator) -> OrderedDict:
                 out[f"{name}.{field}"] = value
         out["num_alloc_retries"] = alloc.num_alloc_retries
         out["num_ooms"] = alloc.num_ooms
-        out["num_sync_all_streams"] = 0
+        out["num_sync_all_streams"] = alloc.num_sync_all_streams
+        # blocks freed but awaiting other streams stay active (NOTE [Cross-stream frees])
+        pf = alloc.pending_free
+        for pool, small in (("small_pool", True), ("large_pool", False), ("all", None)):
+            n, nbytes = (pf[True][0] + pf[False][0], pf[True][1] + pf[False][1]) \
+                if small is None else pf[small]
+            for name, extra in (("active", n), ("active_bytes", nbytes)):
+                cur = out[f"{name}.{pool}.current"] = out[f"{name}.{pool}.current"] + extra
+                out[f"{name}.{pool}.peak"] = max(out[f"{name}.{pool}.peak"], cur)
         out["num_device_alloc"] = alloc.num_device_alloc
         out["num_device_free"] = alloc.num_device_free
         out["max_split_size"] = alloc.config.as_dict()["max_split_size"]

@@ -37,6 +37,25 @@ def _parse_location(location) -> Device:
         raise CheckpointError(f"load: invalid storage location {location!r} ({e})") from None
 
 
+def _has_cuda() -> bool:
+    from ember.backends.cuda import cuda_backend
+    from ember.memory import devices
+    if cuda_backend() is None:
+        try:
+            devices.get_backend("cuda")  # the registry imports ember.cuda, which registers
+        except RuntimeError:
+            return False
+    return True
+
+
+def _to_device(storage: Storage, dev: Device) -> Storage:
+    """A CPU storage's bytes copied to another device with data (``cuda``)."""
+    from ember.core import dtype as dt
+    from ember.tensor import make_tensor
+    t = make_tensor(storage, (storage.nbytes(),), (1,), 0, dt.uint8, CPU)
+    return t.to(dev).untyped_storage()
+
+
 def _target_device(location: str, map_location) -> Device:
     """Where a storage saved at ``location`` goes (callables are applied after reading)."""
     if isinstance(map_location, dict):
@@ -46,7 +65,7 @@ def _target_device(location: str, map_location) -> Device:
         dev = _parse_location(str(map_location))
     else:
         dev = _parse_location(location)
-    if dev.type == "cuda" and not callable(map_location):
+    if dev.type == "cuda" and not callable(map_location) and not _has_cuda():
         raise CheckpointError(
             f"load: Attempting to deserialize object on a CUDA device ({dev}) but ember has no "
             "CUDA backend. If you are running on a CPU-only machine, please use ember.load "
@@ -100,6 +119,8 @@ class StorageLoader:
         if self._byteswap and stype.dtype is not None and stype.dtype.itemsize > 1 and \
                 dev is not META:
             storage.data.view(stype.dtype.np).byteswap(inplace=True)
+        if dev.type not in ("cpu", "meta") and not callable(self._map):
+            storage = _to_device(storage, dev)
         return _relocate(storage, location, self._map)
 
 

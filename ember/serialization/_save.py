@@ -25,6 +25,16 @@ from ember.serialization._zip import ZipWriter
 __all__ = ["save_file"]
 
 
+def _host_bytes(storage):
+    """A storage's bytes in host memory (a device storage is copied to the CPU)."""
+    if storage.device.type == "cpu" or not storage.nbytes():
+        return storage.data
+    from ember.core import dtype as dt
+    from ember.tensor import make_tensor
+    t = make_tensor(storage, (storage.nbytes(),), (1,), 0, dt.uint8, storage.device)
+    return t.cpu().untyped_storage().data
+
+
 def _write_archive(obj, f, root: str) -> None:
     buf = io.BytesIO()
     pickler = CheckpointPickler(buf)
@@ -37,7 +47,7 @@ def _write_archive(obj, f, root: str) -> None:
     z.write_record(f"{root}/byteorder", sys.byteorder.encode())
     digest = hashlib.sha1(data_pkl)
     for key, storage in pickler.storages:
-        data = storage.data if storage.device is not META else None
+        data = _host_bytes(storage) if storage.device is not META else None
         if data is None:
             raise RuntimeError("save: cannot save the data of a meta storage")
         z.write_record(f"{root}/data/{key}", data)
