@@ -259,6 +259,9 @@ def build_parser() -> OneLineParser:
     opt("--threads", integer(1), "BLAS threads (these matrices are small: extra threads "
         "mostly spin)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
+    p.add_argument("--compile", action="store_true",
+                   help="run the model through ember.compile (fused C kernels; forward and "
+                        "backward compiled; sizes that change become dynamic)")
     ckpt = p.add_mutually_exclusive_group()
     ckpt.add_argument("--checkpoint-activations", action="store_true",
                       help="recompute every block's activations in backward instead of keeping "
@@ -517,6 +520,8 @@ def train(args, model: GPT, opt, corpus: CharCorpus, st: RunState, stop) -> None
     def next_batch():
         return get_batch(corpus.train, args.batch_size, model.cfg.block_size, st.data_gen)
 
+    if args.compile:
+        model.compile()     # in place: training, evaluation and sampling run compiled
     while (sched.total is None or st.step < sched.total) and not stop.requested:
         for g in opt.param_groups:
             g["lr"] = lr_at(st.step, sched.total or 10**9, args.lr, args.warmup)
