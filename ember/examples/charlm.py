@@ -17,6 +17,7 @@ and both random states, so ``--resume PATH`` continues exactly as an uninterrupt
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import os
@@ -142,10 +143,14 @@ def train_step(model: GPT, opt: ember.optim.Optimizer, next_batch, grad_accum: i
     without batch-dependent layers) this equals one step on the concatenated batch.
     """
     total = 0.0
-    for _ in range(grad_accum):
+    for i in range(grad_accum):
         x, y = next_batch()
-        loss = model(x, y)[1] / grad_accum
-        loss.backward()
+        # under DDP only the last micro-batch's backward all-reduces the summed gradients
+        local = model.no_sync() if hasattr(model, "no_sync") and i < grad_accum - 1 else \
+            contextlib.nullcontext()
+        with local:
+            loss = model(x, y)[1] / grad_accum
+            loss.backward()
         total += loss.item()
     ember.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
@@ -274,6 +279,10 @@ def build_parser() -> OneLineParser:
     p.add_argument("--profile", metavar="DIR", default=None,
                    help="profile training steps 2-4 (time, shapes, memory): Chrome trace and "
                         "HTML report in DIR")
+    p.add_argument("--ddp", action="store_true",
+                   help="data-parallel training over the ranks started by python -m "
+                        "ember.distributed.run: each rank trains on its own batches, gradients "
+                        "are averaged (DistributedDataParallel); rank 0 prints and saves")
     return p
 
 
@@ -295,6 +304,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def check_args(args: argparse.Namespace) -> None:
     """What one option cannot check alone: combinations, and where the checkpoint goes."""
+    if args.ddp and args.time_budget is not None:
+        fail(PROG, "argument --time-budget: not with --ddp (every rank must run the same "
+                   "number of steps); use --steps")
     if args.resume is None and args.d_model % args.heads:
         fail(PROG, f"argument --heads: must divide --d-model {args.d_model}; got {args.heads}")
     if args.eval_only:
@@ -326,7 +338,11 @@ class RunState:
 
 
 def save_checkpoint(path: str, model: GPT, opt, corpus: CharCorpus, args, st: RunState) -> None:
-    """Everything a resumed run needs, written atomically (NOTE [Atomic save] in ember.save)."""
+    """Everything a resumed run needs, written atomically (NOTE [Atomic save] in ember.save).
+
+    Under ``--ddp`` only rank 0 writes (the model's own state dict: it loads anywhere)."""
+    if _DDP["rank"]:
+        return
     ember.save({"kind": KIND, "version": VERSION, "model": model.state_dict(),
                 "optimizer": opt.state_dict(), "config": dataclasses.asdict(model.cfg),
                 "chars": corpus.chars, "step": st.step, "total": st.total,
@@ -518,14 +534,24 @@ def train(args, model: GPT, opt, corpus: CharCorpus, st: RunState, stop) -> None
     prof = start_profiler(args.profile)
 
     def next_batch():
-        return get_batch(corpus.train, args.batch_size, model.cfg.block_size, st.data_gen)
+        if not args.ddp:
+            return get_batch(corpus.train, args.batch_size, model.cfg.block_size, st.data_gen)
+        # one data stream for the job (resumable as one): every rank draws the world's
+        # batches and keeps its own
+        batches = [get_batch(corpus.train, args.batch_size, model.cfg.block_size, st.data_gen)
+                   for _ in range(_DDP["world"])]
+        return batches[_DDP["rank"]]
 
     if args.compile:
         model.compile()     # in place: training, evaluation and sampling run compiled
+    step_model = model
+    if args.ddp:
+        from ember.nn.parallel import DistributedDataParallel
+        step_model = DistributedDataParallel(model)
     while (sched.total is None or st.step < sched.total) and not stop.requested:
         for g in opt.param_groups:
             g["lr"] = lr_at(st.step, sched.total or 10**9, args.lr, args.warmup)
-        loss = train_step(model, opt, next_batch, args.grad_accum)
+        loss = train_step(step_model, opt, next_batch, args.grad_accum)
         if prof is not None:
             prof.step()
         st.step += 1
@@ -560,8 +586,39 @@ def main(argv: list[str] | None = None) -> dict:
             checkpoint then holds the last finished step).
     """
     args = parse_args(argv)
-    with limit_blas_threads(args.threads):
+    with limit_blas_threads(args.threads), data_parallel(args):
         return run(args)
+
+
+_DDP = {"rank": 0, "world": 1}  # this process's place in a --ddp run
+
+
+@contextlib.contextmanager
+def data_parallel(args: argparse.Namespace):
+    """``--ddp``: join the launcher's process group; ranks other than 0 run quietly."""
+    if not args.ddp:
+        yield
+        return
+    import ember.distributed as dist
+    own = not dist.is_initialized()
+    if own:
+        dist.init_process_group("gloo")  # ember's CPU default: shared memory on one machine
+    _DDP.update(rank=dist.get_rank(), world=dist.get_world_size())
+    quiet = open(os.devnull, "w") if _DDP["rank"] else None  # noqa: SIM115
+    if quiet is not None:
+        args.quiet = True
+    try:
+        with contextlib.redirect_stdout(quiet) if quiet else contextlib.nullcontext():
+            if not _DDP["rank"]:
+                print(f"data-parallel: {_DDP['world']} ranks, {args.batch_size} sequences each "
+                      f"per micro-batch")
+            yield
+    finally:
+        if quiet is not None:
+            quiet.close()
+        _DDP.update(rank=0, world=1)
+        if own:
+            dist.destroy_process_group()
 
 
 def cli(argv: list[str] | None = None) -> int:
@@ -669,6 +726,8 @@ def interrupted(args, model: GPT, opt, corpus: CharCorpus, st: RunState) -> None
 
 def check_saved_copy(args, corpus: CharCorpus, val: float) -> dict:
     """Load the checkpoint just written into a fresh model: the held-out loss must not move."""
+    if _DDP["rank"]:
+        return {}
     ckpt = ember.load(args.out)
     fresh = GPT(GPTConfig(**ckpt["config"]))
     fresh.load_state_dict(ckpt["model"])
