@@ -39,8 +39,10 @@ def _env(extra: dict | None) -> dict:
 
 
 def ranks(n: int, args: list[str], env: dict | None = None, timeout: float = 90,
-          per_rank: dict | None = None) -> list[tuple[int, str]]:
-    """Run ``_cases.py args`` as ``n`` ranks (env:// rendezvous); [(exit code, output)]."""
+          per_rank: dict | None = None, wait_for: int | None = None) -> list[tuple[int, str]]:
+    """Run ``_cases.py args`` as ``n`` ranks (env:// rendezvous); [(exit code, output)].
+    With ``wait_for``, only the first ``wait_for`` ranks are waited for; the others are
+    killed then (their entries are absent)."""
     port = free_port()
     procs = []
     for r in range(n):
@@ -49,7 +51,7 @@ def ranks(n: int, args: list[str], env: dict | None = None, timeout: float = 90,
         e.update((per_rank or {}).get(r, {}))
         procs.append(subprocess.Popen([sys.executable, CASES, *args], cwd=ROOT, env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
-    return _collect(procs, timeout)
+    return _collect(procs, timeout, wait_for)
 
 
 def mpi_ranks(n: int, args: list[str], env: dict | None = None,
@@ -70,10 +72,10 @@ def launcher(n: int, args: list[str], env: dict | None = None, timeout: float = 
                             stderr=subprocess.PIPE, text=True)
 
 
-def _collect(procs, timeout: float) -> list[tuple[int, str]]:
+def _collect(procs, timeout: float, wait_for: int | None = None) -> list[tuple[int, str]]:
     out = []
     try:
-        for p in procs:
+        for p in procs[:wait_for]:
             text = p.communicate(timeout=timeout)[0].decode(errors="replace")
             out.append((p.returncode, text))
     finally:
