@@ -22,6 +22,7 @@ demo: $(VENV)/.stamp
 
 tour: $(VENV)/.stamp
 	$(VENV)/bin/python -m ember.demo
+	$(VENV)/bin/python -m ember.compiler.lower
 
 lint: $(TESTVENV)/.stamp
 	$(TESTVENV)/bin/ruff check .

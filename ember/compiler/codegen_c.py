@@ -292,7 +292,8 @@ class _KernelGen:
                 loop += ["        " + s for s in stmts]
                 loop.append(f"        p{self.slot_of[id(m)]}[j] = ({ctype(m.dtype)}){v};")
                 loop.append("    }")
-                # the parallel loop only on the large branch: small sizes never enter libgomp
+                # the parallel loop only on the large branch (a C branch: an OpenMP ``if``
+                # clause still enters libgomp, and its serial path lost vectorisation here)
                 body.append(f"    if ({n} >= {PAR_THRESHOLD} && ember_nt > 1) {{")
                 body.append(_PAR_SIMD)
                 body += loop
