@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import operator
 
-from ember.autograd.function import Function, once_differentiable
-from ember.autograd.grad_mode import enable_grad
+from ember.autograd.function import Function
+from ember.autograd.grad_mode import _grad, enable_grad, grad_state
 from ember.compiler.graph import Graph, GraphModule, Node
 from ember.compiler.meta import MetaUnsupported, is_impure, map_args, to_meta
 from ember.compiler.tracing import RecordingMode, _snapshot
@@ -56,32 +56,17 @@ class AotUnsupported(RuntimeError):
 
 
 class _JointTracer(RecordingMode):
-    """``RecordingMode`` that also finds a tensor by its storage and geometry.
-
-    Autograd hands derivative rules new tensor objects over saved outputs (the same storage
-    with the history re-attached); they are the same graph value.
-    """
-
-    def __init__(self, graph: Graph, device=CPU):
-        super().__init__(graph, device)
-        self._geom: dict[tuple, tuple[Tensor, Node]] = {}
-
-    @staticmethod
-    def _key(t: Tensor) -> tuple:
-        return (id(t._storage), t._offset, t._shape, t._stride, t._dtype)
-
-    def bind(self, t: Tensor, node: Node) -> None:
-        super().bind(t, node)
-        self._geom[self._key(t)] = (t, node)
+    """``RecordingMode`` for the joint trace: a meta tensor it has not seen is an error, and a
+    captured real tensor that requires grad cannot be a constant."""
 
     def node_of(self, t: Tensor) -> Node:
         hit = self._nodes.get(id(t))
         if hit is not None and hit[0] is t:
             return hit[1]
         if t._device is META:
-            hit = self._geom.get(self._key(t))
-            if hit is not None:
-                return hit[1]
+            node = self.alias_node(t)
+            if node is not None:
+                return node
             raise AotUnsupported("a meta tensor that is neither an input nor the result of a "
                                  "traced op reached an operator")
         if t.requires_grad:
@@ -358,8 +343,12 @@ class CompiledFunction(Function):
         return tuple(user)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, *grads):
+        if grad_state().enabled:
+            raise RuntimeError("ember.compile: double backward through a compiled region is not "
+                               "supported (the backward graph is compiled once "
+                               "differentiable); call backward()/autograd.grad() without "
+                               "create_graph=True, or run this code eagerly")
         region = ctx.region
         bw = region.backward_fn()
         tangents = [grads[k] for k in region.diff]
@@ -399,7 +388,11 @@ class TrainingRegion:
         return self._bw
 
     def __call__(self, *inputs):
-        outs = CompiledFunction.apply(self, *inputs)
+        if _grad.enabled:
+            outs = CompiledFunction.apply(self, *inputs)
+        else:  # the region starts inside a no_grad block and leaves it
+            with enable_grad():
+                outs = CompiledFunction.apply(self, *inputs)
         if self.structure is None:
             return outs
         return _unflatten(self.structure, iter(outs))

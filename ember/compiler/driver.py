@@ -285,14 +285,11 @@ def _build_segment(ctx, cc, cap: Capture, res, info: CodeInfo, pc: int, t0: floa
     env = rb.env
     if rb.outputs or graph.op_count():
         # a graph mixing grad modes (a `with no_grad()` block inside it) is replayed node by
-        # node in each node's recorded mode by the backends (GraphModule)
-        # (autograd must see the nodes recorded with grad on: built-in backends pick the eager
-        # one for such graphs)
+        # node in each node's recorded mode by the backends (GraphModule); with inputs that
+        # require grad, compile_graph traces it so for training (ember.compiler.aot) or runs it
+        # on the eager backend
         modes = {n.meta.get("grad_mode", cap.entry_grad) for n in graph.calls()}
         backend = ctx.backend
-        if len(modes) > 1 and isinstance(backend, str) and any(
-                t.requires_grad for _s, t in inputs):
-            backend = "eager"
         if shapes.has_symbols(graph):
             compiled = shapes.dynamic_graph(graph, [real for _s, real in inputs], backend)
         else:

@@ -16,11 +16,13 @@ import operator
 from ember.compiler.graph import Graph, GraphModule, Node
 from ember.compiler.meta import MetaUnsupported, map_args, to_meta
 from ember.core.device import CPU, META, Device
-from ember.dispatch import DispatchMode
+from ember.dispatch import DispatchMode, get_op
 from ember.tensor import Tensor
 from ember.tensor.tensor import empty_tensor
 
 __all__ = ["RecordingMode", "make_fx"]
+
+_DETACH = get_op("detach.default")
 
 
 class RecordingMode(DispatchMode):
@@ -34,21 +36,43 @@ class RecordingMode(DispatchMode):
         self.graph = graph
         self.device = device  # the device of the real inputs: replaces "meta" in recorded args
         self._nodes: dict[int, tuple[Tensor, Node]] = {}
+        self._geom: dict[tuple, Node] = {}
 
     def bind(self, t: Tensor, node: Node) -> None:
         """Make ``node`` the graph value of tensor ``t``."""
         self._nodes[id(t)] = (t, node)
+        self._geom[(id(t._storage), t._offset, t._shape, t._stride, t._dtype)] = (t, node)
 
     def node_of(self, t: Tensor) -> Node:
-        """The node holding ``t`` (a new constant node for a tensor not seen before)."""
+        """The node holding ``t`` (a new constant node for a tensor not seen before).
+
+        A meta tensor made without an operator call over a traced one's storage and geometry
+        (``detach()``, autograd's saved outputs) is that tensor's node, behind a ``detach``
+        node when it has dropped the other's ``requires_grad``.
+        """
         hit = self._nodes.get(id(t))
         if hit is not None and hit[0] is t:
             return hit[1]
         if t._device is META:
+            node = self.alias_node(t)
+            if node is not None:
+                return node
             raise RuntimeError("make_fx: a meta tensor that is neither an input nor the result "
                                "of a traced op reached an operator; it has no data to capture")
         node = self.graph.constant(t)
         self.bind(t, node)
+        return node
+
+    def alias_node(self, t: Tensor) -> Node | None:
+        """The node of a traced tensor with ``t``'s storage and geometry (see ``node_of``)."""
+        hit = self._geom.get((id(t._storage), t._offset, t._shape, t._stride, t._dtype))
+        if hit is None:
+            return None
+        seen, node = hit
+        if seen.requires_grad and not t.requires_grad:
+            node = self.graph.call(_DETACH, (node,), meta={"val": _snapshot(t),
+                                                            "requires_grad": False})
+        self._nodes[id(t)] = (t, node)
         return node
 
     def _meta_arg(self, a):

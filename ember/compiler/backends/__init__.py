@@ -71,9 +71,13 @@ def lookup_backend(backend) -> Callable:
                      f"callable")
 
 
-def _needs_autograd(example_inputs) -> bool:
-    return grad_state().enabled and any(
-        isinstance(t, Tensor) and t.requires_grad for t in example_inputs)
+def _needs_autograd(graph: Graph, example_inputs) -> bool:
+    """An input requires grad and some op runs with grad mode on (the mode each node was
+    recorded under; a graph may start inside a ``no_grad`` block and leave it)."""
+    if not any(isinstance(t, Tensor) and t.requires_grad for t in example_inputs):
+        return False
+    now = grad_state().enabled
+    return any(n.meta.get("grad_mode", now) for n in graph.calls())
 
 
 
@@ -88,7 +92,7 @@ def compile_graph(graph: Graph, example_inputs, backend="numpy", _training=True)
     fn = lookup_backend(backend)
     gm = GraphModule(graph)
     if _training and isinstance(backend, str) and backend != "eager" and \
-            _needs_autograd(example_inputs):
+            _needs_autograd(graph, example_inputs):
         from ember.compiler import aot, logs
 
         try:

@@ -177,6 +177,14 @@ def _binary(g, node, b):
     alpha = b.get("alpha", 1)
     if b.get("rounding_mode") is not None:
         return None
+    if node.target.name == "pow" and not isinstance(y, Node) and y in (3, -2) and \
+            not isinstance(y, bool):
+        xs = g.a(x)  # the eager kernel's (and torch's) roundings: x*x*x and 1/(x*x)
+        if y == 3:
+            return Steps([f"np.multiply({xs}, {xs}, out={{o}})",
+                          f"np.multiply({{o}}, {xs}, out={{o}})"], inplace_ok=False)
+        return Steps([f"np.multiply({xs}, {xs}, out={{o}})",
+                      "np.true_divide(1, {o}, out={o})"], inplace_ok=False)
     ys = g.a(y)
     if alpha != 1:
         if not _scalar_ok(alpha, node.val.dtype):
