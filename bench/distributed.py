@@ -10,9 +10,16 @@ Sections (each a function of its own; ``python bench/distributed.py SECTION [opt
   ``--steps`` steps; the figure is the median over every rep of every launch. Also printed:
   each library's step without communication (``no_sync``), which is the compute floor.
 
+- ``collectives``: in-place float32 SUM all-reduce, 2 ranks: latency at 4 KiB and bus bandwidth
+  at 16 MiB (busbw = bytes / time * 2(n-1)/n) of ember's shm engine (a tensor in ordinary
+  memory, and one from ``empty_shared``), ember's mpi engine, raw mpi4py (``Allreduce`` on a
+  NumPy array) and torch's gloo (``set_num_threads(1)``); launches interleaved; a rep's time is
+  the slowest rank's mean over its iterations; the figure is the median over every rep.
+
 Example::
 
     python bench/distributed.py ddp --launches 3 --reps 5 --steps 20 [--boost]
+    python bench/distributed.py collectives --launches 3 --reps 5 [--boost]
 """
 
 from __future__ import annotations
@@ -179,15 +186,126 @@ def _ddp_worker_main(argv: list[str]) -> None:
     Path(out).write_text(json.dumps(times))
 
 
+# ==== collectives section =======================================================================
+
+COLL_SIZES = {"4K": 4096, "16M": 16 << 20}
+COLL_ITERS = {"4K": 2000, "16M": 20}
+COLL_LIBS = ("ember-shm", "ember-shm-zero", "ember-mpi", "mpi4py", "torch-gloo")
+
+
+def _coll_worker(lib: str, size: str, reps: int, out: str) -> None:
+    """One rank: ``reps`` timings (seconds per all-reduce) of ``COLL_ITERS[size]`` in-place
+    float32 SUM all-reduces of ``COLL_SIZES[size]`` bytes, written to ``out.rank{r}.json``."""
+    import numpy as np
+
+    n = COLL_SIZES[size] // 4
+    iters = COLL_ITERS[size]
+    if lib == "mpi4py":
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        buf = np.zeros(n, np.float32)
+
+        def op():
+            comm.Allreduce(MPI.IN_PLACE, buf, MPI.SUM)
+
+        rank, barrier = comm.Get_rank(), comm.Barrier
+    elif lib == "torch-gloo":
+        import torch
+        import torch.distributed as tdist
+
+        torch.set_num_threads(1)
+        tdist.init_process_group("gloo")
+        t = torch.zeros(n)
+
+        def op():
+            tdist.all_reduce(t)
+
+        rank, barrier = tdist.get_rank(), tdist.barrier
+    else:
+        import ember
+        import ember.distributed as dist
+
+        dist.init_process_group("mpi" if lib == "ember-mpi" else "shm")
+        t = dist.empty_shared(n) if lib == "ember-shm-zero" else ember.empty(n)
+        t.zero_()
+
+        def op():
+            dist.all_reduce(t)
+
+        rank, barrier = dist.get_rank(), dist.barrier
+    for _ in range(max(3, iters // 10)):
+        op()
+    times = []
+    for _ in range(reps):
+        barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            op()
+        times.append((time.perf_counter() - t0) / iters)
+    barrier()
+    Path(f"{out}.rank{rank}.json").write_text(json.dumps(times))
+
+
+def _launch_coll(lib: str, size: str, world: int, reps: int, boost: bool) -> list[float]:
+    """Seconds per all-reduce of the slowest rank, per rep, for one launch."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    if boost:
+        env["EMBER_BENCH_BOOST"] = "1"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "coll")
+        cmd = [sys.executable, __file__, "_coll_worker", lib, size, str(reps), out]
+        if lib in ("ember-mpi", "mpi4py"):
+            mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+            procs = [subprocess.Popen([mpiexec, "-n", str(world), *cmd], cwd=ROOT, env=env)]
+        else:
+            port = _free_port()
+            procs = [subprocess.Popen(cmd, cwd=ROOT, start_new_session=boost,
+                                      env=dict(env, MASTER_ADDR="127.0.0.1",
+                                               MASTER_PORT=str(port), RANK=str(r),
+                                               LOCAL_RANK=str(r), WORLD_SIZE=str(world)))
+                     for r in range(world)]
+        for p in procs:
+            if p.wait(timeout=600) != 0:
+                raise RuntimeError(f"{lib} {size}: a rank failed with exit code {p.returncode}")
+        per_rank = [json.loads(Path(f"{out}.rank{r}.json").read_text()) for r in range(world)]
+    return [max(ts) for ts in zip(*per_rank)]
+
+
+def collectives_section(args) -> None:
+    """All-reduce bus bandwidth (16 MiB) and latency (4 KiB), float32, every engine."""
+    libs = args.libs.split(",") if args.libs else list(COLL_LIBS)
+    results: dict = {(lib, size): [] for lib in libs for size in COLL_SIZES}
+    for _ in range(args.launches):
+        for size in COLL_SIZES:
+            for lib in libs:
+                results[(lib, size)] += _launch_coll(lib, size, args.world, args.reps,
+                                                     args.boost)
+    n = args.world
+    print(f"all-reduce, float32 SUM in place, {n} ranks; median over {args.launches} launches "
+          f"x {args.reps} reps (slowest rank per rep); busbw = bytes / time * 2(n-1)/n")
+    print(f"{'engine':16s} {'4K latency us':>14s} {'range':>15s} {'16M busbw GB/s':>15s} "
+          f"{'range':>13s}")
+    for lib in libs:
+        lat = [t * 1e6 for t in results[(lib, "4K")]]
+        bw = [COLL_SIZES["16M"] / t * 2 * (n - 1) / n / 1e9 for t in results[(lib, "16M")]]
+        print(f"{lib:16s} {statistics.median(lat):14.1f} {min(lat):7.1f}..{max(lat):<7.1f} "
+              f"{statistics.median(bw):15.2f} {min(bw):6.2f}..{max(bw):<6.2f}")
+
+
 # ==== entry point ===============================================================================
 
-SECTIONS = {"ddp": ddp_section}
+SECTIONS = {"ddp": ddp_section, "collectives": collectives_section}
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_ddp_worker":
         return _ddp_worker_main(argv[1:])
+    if argv and argv[0] == "_coll_worker":
+        if os.environ.get("EMBER_BENCH_BOOST") == "1":
+            _boost()
+        return _coll_worker(argv[1], argv[2], int(argv[3]), argv[4])
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("section", choices=sorted(SECTIONS))
     p.add_argument("--world", type=int, default=2, help="ranks")
@@ -198,6 +316,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--boost", action="store_true",
                    help="run each rank in its own session with autogroup nice -15 (a machine "
                         "shared with other jobs; both libraries get it)")
+    p.add_argument("--libs", default="", help="collectives: comma-separated engines of "
+                   + ",".join(COLL_LIBS))
     args = p.parse_args(argv)
     SECTIONS[args.section](args)
 

@@ -69,6 +69,7 @@ from ember.distributed.c10d import (
 from ember.distributed.errors import DistBackendError, DistError, DistNetworkError, DistStoreError
 from ember.distributed.process_group import Future, ProcessGroup, ReduceOp, Work
 from ember.distributed.store import PrefixStore, Store, TCPStore
+from ember.distributed.timeline import record_timeline, timeline
 
 __all__ = [
     "Backend", "GroupMember", "group", "ReduceOp", "Work", "Future", "ProcessGroup",
@@ -81,5 +82,6 @@ __all__ = [
     "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
     "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single",
     "all_to_all", "send", "recv", "isend", "irecv", "barrier", "broadcast_object_list",
-    "all_gather_object", "gather_object", "empty_shared", "alloc_buffer",
+    "all_gather_object", "gather_object", "empty_shared", "alloc_buffer", "record_timeline",
+    "timeline",
 ]

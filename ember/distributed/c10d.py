@@ -21,6 +21,7 @@ from datetime import timedelta
 import numpy as np
 
 from ember.core import dtype as dt
+from ember.core.device import CPU
 from ember.distributed.errors import DistBackendError
 from ember.distributed.process_group import ProcessGroup, ReduceOp, Work, _DoneWork
 from ember.distributed.store import PrefixStore, Store, TCPStore
@@ -416,7 +417,7 @@ class _Buf:
     def __init__(self, t, what: str = "tensor"):
         if not isinstance(t, Tensor):
             raise TypeError(f"{what}: expected an ember Tensor; got {type(t).__name__}")
-        if t.device.type != "cpu":
+        if t._device is not CPU:
             raise ValueError(f"{what}: the shm and mpi engines need CPU tensors; got a tensor "
                              f"on {t.device}")
         self.t = t
@@ -451,25 +452,37 @@ def _check_detail(pg: ProcessGroup, name: str, sig: str) -> None:
                 "the same order with the same shapes and dtypes")
 
 
-def _run(pg: ProcessGroup, name: str, body, bufs: list[_Buf], async_op: bool, sig: str,
+def _run(pg: ProcessGroup, name: str, body, bufs: list[_Buf], async_op: bool, sig,
          result=None) -> Work | None:
+    """Run ``body`` on ``pg`` in call order; ``sig`` (a string, or a callable making one) is
+    the call's signature for the DETAIL checks and log."""
     pg.seq += 1
-    seq = pg.seq
-    detail = _State.debug == "DETAIL"
+    if _State.debug == "DETAIL":
+        return pg.submit(_detailed(pg, name, body, bufs, sig() if callable(sig) else sig),
+                         Work(result) if async_op else None)
 
     def go():
-        if detail:
-            _check_detail(pg, name, sig)
-            start = time.perf_counter()
         body()
         for b in bufs:
             b.done()
-        if detail:
-            nbytes = sum(b.arr.nbytes for b in bufs)
-            _log.info("[rank %d] %s #%d %s bytes=%d time=%.3fms", pg.ranks[pg.rank()], name,
-                      seq, sig, nbytes, (time.perf_counter() - start) * 1e3)
 
     return pg.submit(go, Work(result) if async_op else None)
+
+
+def _detailed(pg: ProcessGroup, name: str, body, bufs: list[_Buf], sig: str):
+    seq = pg.seq
+
+    def go():
+        _check_detail(pg, name, sig)
+        start = time.perf_counter()
+        body()
+        for b in bufs:
+            b.done()
+        nbytes = sum(b.arr.nbytes for b in bufs)
+        _log.info("[rank %d] %s #%d %s bytes=%d time=%.3fms", pg.ranks[pg.rank()], name, seq,
+                  sig, nbytes, (time.perf_counter() - start) * 1e3)
+
+    return go
 
 
 def _root(pg: ProcessGroup, what: str, rank, group_rank) -> int:
@@ -486,6 +499,8 @@ def _root(pg: ProcessGroup, what: str, rank, group_rank) -> int:
 
 
 def _check_op(what: str, op, dtype: dt.DType) -> ReduceOp:
+    if op is ReduceOp.SUM:
+        return op
     if not isinstance(op, ReduceOp):
         raise TypeError(f"{what}: op must be a ReduceOp; got {op!r}")
     if op is ReduceOp.AVG and not dtype.is_floating_point:
@@ -532,8 +547,9 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None,
         return None
     op = _check_op("all_reduce", op, tensor.dtype)
     b = _Buf(tensor)
-    return _run(pg, "all_reduce", lambda: pg.allreduce(b.flat(), op), [b], async_op,
-                f"{_desc(tensor)}:{op.name}", tensor)
+    arr = b.arr
+    return _run(pg, "all_reduce", lambda: pg.allreduce(arr, op), [b], async_op,
+                lambda: f"{_desc(tensor)}:{op.name}", tensor)
 
 
 def broadcast(tensor: Tensor, src: int | None = None, group=None, async_op: bool = False,

@@ -179,6 +179,7 @@ class ShmProcessGroup(ProcessGroup):
         self._epoch = 0
         self._half = 0
         self._p2p: dict[tuple, int] = {}
+        self._offsets: dict[int, tuple] = {}
         c = self._ctrl[rank]
         c[_PID], c[_BLAME], c[_STATE] = os.getpid(), -1, ALIVE
 
@@ -283,8 +284,17 @@ class ShmProcessGroup(ProcessGroup):
 
     # ---- helpers --------------------------------------------------------------------------
     def _heap_offset(self, arr: np.ndarray) -> int:
+        """Where ``arr`` starts in this rank's heap (-1: elsewhere). Cached per array object:
+        tensors hand the engine the same cached array on every call."""
+        hit = self._offsets.get(id(arr))
+        if hit is not None and hit[0]() is arr:
+            return hit[1]
         off = arr.ctypes.data - self._heap_addr
-        return off if 0 <= off and off + arr.nbytes <= self._heap_len else -1
+        off = off if 0 <= off and off + arr.nbytes <= self._heap_len else -1
+        if len(self._offsets) > 256:
+            self._offsets.clear()
+        self._offsets[id(arr)] = (weakref.ref(arr), off)
+        return off
 
     def empty_shared(self, nbytes: int) -> np.ndarray | None:
         off = self._heap.alloc(nbytes)
@@ -293,7 +303,9 @@ class ShmProcessGroup(ProcessGroup):
         arr = self._heaps[self._rank][off:off + nbytes]
         out = arr.view()  # the object whose death returns the block
         weakref.finalize(out, self._heap.release, off, nbytes)
-        return out
+        # through a memoryview: views of an ndarray view take the memory's owner as their
+        # base, which would let ``out`` (and the block) go at once
+        return np.frombuffer(memoryview(out), dtype=np.uint8)
 
     # ---- collectives ----------------------------------------------------------------------
     def barrier(self) -> None:
@@ -308,20 +320,25 @@ class ShmProcessGroup(ProcessGroup):
         for start in range(0, flat.size, step):
             seg = flat[start:start + step]
             m = seg.size
+            bounds = _chunks(m, n)
             h = self._half
-            if zero < 0:
-                np.copyto(self._slot[me][h][:m * item].view(dtype), seg)
+            if zero < 0:  # stage the chunks the peers reduce; this rank reads its own in place
+                mine = self._slot[me][h][:m * item].view(dtype)
+                for j, (lo, hi) in enumerate(bounds):
+                    if j != me:
+                        np.copyto(mine[lo:hi], seg[lo:hi])
             self._commit("all_reduce", m * item, heapoff=zero + start * item if zero >= 0 else -1)
-            srcs = []
+            lo, hi = bounds[me]
+            parts = []
             for j in range(n):
+                if j == me:
+                    parts.append(seg[lo:hi])
+                    continue
                 off = self._ctrl[j][_DESC + 8 * h + 3]
                 src = self._heaps[j][off:off + m * item] if off >= 0 else self._slot[j][h]
-                srcs.append(src[:m * item].view(dtype))
-            bounds = _chunks(m, n)
-            lo, hi = bounds[me]
+                parts.append(src[lo * item:hi * item].view(dtype))
             h2 = self._half
-            reduce_into(self._slot[me][h2][lo * item:hi * item].view(dtype),
-                        [s[lo:hi] for s in srcs], op, n)
+            reduce_into(self._slot[me][h2][lo * item:hi * item].view(dtype), parts, op, n)
             self._commit("all_reduce(gather)", m * item)
             for j, (lo, hi) in enumerate(bounds):
                 np.copyto(seg[lo:hi], self._slot[j][h2][lo * item:hi * item].view(dtype))
