@@ -105,6 +105,9 @@ def train(kind: str, rank: int, world: int, **ddp_kw) -> dict:
     ddp = DDP(model, **ddp_kw)
     opt = ember.optim.SGD(ddp.parameters(), lr=LR)
     out = arrays("init", model.parameters())
+    bufs = [b.array for b in ddp.reducer.buckets]
+    out["buckets_disjoint"] = np.array(all(not np.shares_memory(a, b) for i, a in enumerate(bufs)
+                                           for b in bufs[i + 1:]))
     for step in range(STEPS):
         x, y = data(kind, step, world)
         sl = slice(rank * B, (rank + 1) * B)

@@ -94,6 +94,7 @@ def test_two_ranks_equal_one_process_on_the_double_batch(ranks, case, kind):
     ref = _one_process_run(kind)
     for r in range(WORLD):
         got = _load(ranks, case, r)
+        assert bool(got["buckets_disjoint"])  # buckets in the engine's shared memory
         init0 = _load(ranks, case, 0)
         for i in range(len(ref[0][0])):  # rank 0's initial values everywhere
             np.testing.assert_array_equal(got[f"init{i}"], init0[f"init{i}"])

@@ -221,15 +221,15 @@ def test_parameter_used_twice_in_reentrant_backward_raises(world1):
 
 
 def test_timeline_chrome_trace(world1, tmp_path):
-    import ember.distributed.timeline as tl
+    from ember.distributed import record_timeline, timeline
     d = DDP(_mlp(), bucket_cap_mb=0.0001)
     recorder.clear()
-    tl.record_timeline(True)
+    record_timeline(True)
     try:
         d(ember.randn(3, 6, dtype=ember.float64)).sum().backward()
     finally:
-        tl.record_timeline(False)
-    out = tl.timeline(tmp_path / "trace.json", clear=True)
+        record_timeline(False)
+    out = timeline(tmp_path / "trace.json", clear=True)
     trace = json.loads(open(out).read())
     events = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     cats = {e["cat"] for e in events}

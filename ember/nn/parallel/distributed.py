@@ -66,7 +66,7 @@ __all__ = ["DistributedDataParallel"]
 _MB = 1024 * 1024
 _DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
 _BROADCAST_BUCKET_BYTES = 250 * _MB  # torch's _DEFAULT_BUCKET_BYTES for state broadcasts
-_SHARED_BUCKETS = False  # allocate buckets with ember.distributed.empty_shared when offered
+_SHARED_BUCKETS = True  # allocate buckets with ember.distributed.empty_shared when offered
 
 
 def _dist():
