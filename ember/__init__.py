@@ -111,7 +111,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # ember.compile and ember.compiler load the compiler on first use (docs/architecture.md §1).
-    if name in ("compile", "compiler", "_dynamo", "_logging", "profiler"):
+    if name in ("compile", "compiler", "_dynamo", "_logging", "profiler", "distributed"):
         import importlib
 
         module = importlib.import_module("ember.compiler" if name == "compile" else
