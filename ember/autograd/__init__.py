@@ -29,6 +29,7 @@ from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  #
 
 __all__ += ["GradcheckError", "functional", "gradcheck", "gradgradcheck"]
 
+from ember.autograd import forward_ad  # noqa: E402
 from ember.autograd.variable import Variable  # noqa: E402
 
-__all__ += ["Variable"]
+__all__ += ["Variable", "forward_ad"]

@@ -5,10 +5,11 @@ A dispatch key is a bit; a key set is an ``int`` bitmask. Bit position *is* prio
 highest set bit of a call's key set selects the kernel, so picking a kernel is
 ``ks.bit_length() - 1``. The order is PyTorch's relative order (a subset of its keys):
 backends (CPU < CUDA < PrivateUse1 < Meta) < BackendSelect < Python < ADInplaceOrView
-< Autograd<Backend> < Autocast<Backend>. ``PrivateUse1`` serves a device type registered from
-outside ember (``ember.utils.rename_privateuse1_backend``). Alias keys (``Autograd``,
-``CompositeExplicitAutograd``, ``CompositeImplicitAutograd``) exist only for registration and
-expand to runtime keys.
+< Autograd<Backend> < Batched < Autocast<Backend>. ``Batched`` serves ``ember.func.vmap``
+(NOTE [Batched sits above autograd] in ember/func/_batched.py). ``PrivateUse1`` serves a
+device type registered from outside ember (``ember.utils.rename_privateuse1_backend``). Alias
+keys (``Autograd``, ``CompositeExplicitAutograd``, ``CompositeImplicitAutograd``) exist only for
+registration and expand to runtime keys.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ class DispatchKey(IntEnum):
     AutogradCUDA = 8
     AutogradPrivateUse1 = 9
     AutogradMeta = 10
-    AutocastCPU = 11
-    AutocastCUDA = 12
+    Batched = 11
+    AutocastCPU = 12
+    AutocastCUDA = 13
 
     @property
     def bit(self) -> int:

@@ -19,6 +19,7 @@ from ember.autograd.grad_mode import is_grad_enabled, no_grad
 from ember.backends.autocast import autocast_function
 from ember.core import dtype as dt
 from ember.core.layout import broadcast_shapes, canonical_dim
+from ember.dispatch.keys import DispatchKey
 from ember.ops.creation import arange, ones_like, zeros
 from ember.ops.linalg import addmm, matmul, mm
 from ember.ops.pointwise import minimum, where
@@ -1385,13 +1386,17 @@ def _check_nll(input: Tensor, target: Tensor) -> None:
                            f"{list(target.shape)}")
 
 
+_BATCHED_BIT = DispatchKey.Batched.bit
+
+
 def _nll_parts(input, target, weight, ignore_index):
     """Per-element ``-w[t] * input[t]`` and the weights ``w[t]`` (0 where ignored)."""
     _check_nll(input, target)
     c = input.shape[1] if input.dim() >= 2 else input.shape[0]
     ignored = target == ignore_index
     safe = where(ignored, 0, target)
-    if safe.numel() and safe.device.type != "meta":  # meta (compiler capture): no data
+    # meta (compiler capture): no data; inside vmap (Batched key): values are per example
+    if safe.numel() and safe.device.type != "meta" and not safe._ver.keys & _BATCHED_BIT:
         lo, hi = int(safe.min().item()), int(safe.max().item())
         if lo < 0 or hi >= c:
             raise IndexError(f"Target {hi if hi >= c else lo} is out of bounds.")
