@@ -111,7 +111,11 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # ember.compile and ember.compiler load the compiler on first use (docs/architecture.md §1).
-    if name in ("compile", "compiler", "_dynamo", "_logging", "profiler", "distributed"):
+    if name == "vmap":
+        import importlib
+
+        return importlib.import_module("ember.func").vmap
+    if name in ("compile", "compiler", "_dynamo", "_logging", "profiler", "func", "distributed"):
         import importlib
 
         module = importlib.import_module("ember.compiler" if name == "compile" else
