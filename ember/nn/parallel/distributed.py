@@ -39,8 +39,9 @@ NOTE [DDP backward]
 4. If some parameter never got a gradient and ``find_unused_parameters`` is off, its bucket
    never launches; the next ``forward`` raises torch's "Expected to have finished reduction"
    error listing the parameter indices.
-Averaging divides each bucket by the world size before its all-reduce (torch's default comm
-hook does the same).
+Averaging divides each gradient by the world size as it is copied into its bucket (in place
+when it is the bucket view already), before the all-reduce, as torch's default comm hook
+divides the bucket.
 """
 
 from __future__ import annotations
@@ -364,12 +365,18 @@ class _Reducer:
             b.arrays[k].fill(0)
         else:
             g = p._grad
+            world = self.comm.world_size
             if g is None:
                 b.arrays[k].fill(0)
-            elif g is not b.views[k]:
-                np.copyto(b.arrays[k], numpy_view(g))
+            elif g is not b.views[k]:  # copy in, divided by the world size on the way
+                if world > 1:
+                    np.divide(numpy_view(g), world, out=b.arrays[k])
+                else:
+                    np.copyto(b.arrays[k], numpy_view(g))
                 if self.as_view:
                     p.grad = b.views[k]
+            elif world > 1:  # accumulated in the bucket already
+                b.arrays[k] /= world
             if recorder.nodes:
                 t = recorder.now()
                 recorder.add(f"ready {self.names[i]}", "ready", "backward", t, t)
@@ -382,9 +389,7 @@ class _Reducer:
 
     def _launch(self, b: _Bucket) -> None:
         b.t_launch = recorder.now()
-        world = self.comm.world_size
-        if world > 1:
-            b.array /= world
+        if self.comm.world_size > 1:  # (each gradient was divided as it was copied in)
             b.work = self.comm.all_reduce_async(b.tensor)
         else:
             b.t_done = b.t_launch
