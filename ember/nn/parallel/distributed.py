@@ -391,12 +391,14 @@ class _Reducer:
         b.t_launch = recorder.now()
         if self.comm.world_size > 1:  # (each gradient was divided as it was copied in)
             b.work = self.comm.all_reduce_async(b.tensor)
+            future = getattr(b.work, "get_future", None)
+            if future is not None:  # the timeline's end: when the engine finished it
+
+                def done(_, b=b):
+                    b.t_done = recorder.now()
+                future().then(done)
         else:
             b.t_done = b.t_launch
-        # poll earlier buckets so the timeline shows when they finished
-        for prev in self.buckets[:b.index]:
-            if prev.work is not None and not prev.t_done and prev.work.is_completed():
-                prev.t_done = recorder.now()
 
     def _finalize(self) -> None:
         """The end-of-backward callback (NOTE [DDP backward] step 3)."""
