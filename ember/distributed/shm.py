@@ -29,6 +29,7 @@ zombie makes this rank raise ``DistBackendError`` naming it, as does the group's
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import tempfile
@@ -79,6 +80,28 @@ def _pid_gone(pid: int) -> bool:
             return True
         except PermissionError:
             return False
+
+
+def _machine_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        import socket
+
+        return socket.gethostname()
+
+
+def _same_machine(store, tag: str, rank: int, size: int, ranks: list[int]) -> None:
+    """The shm engine needs every rank on this machine: say so instead of hanging."""
+    mine = _machine_id()
+    store.set(f"{tag}/machine/{rank}", mine)
+    for j in range(size):
+        other = store.get(f"{tag}/machine/{j}").decode()
+        if other != mine:
+            raise ValueError(f"init_process_group: backend 'shm' needs every rank on one machine;"
+                             f" rank {ranks[j]} runs on another machine than rank {ranks[rank]}"
+                             "\nhint: use backend='mpi' (mpiexec) across machines")
 
 
 def _chunks(n: int, parts: int) -> list[tuple[int, int]]:
@@ -148,6 +171,7 @@ class ShmProcessGroup(ProcessGroup):
             store.set(f"{tag}/sizes", f"{_mib_env('EMBER_SHM_SLOT_MB', 32)},"
                       f"{_mib_env('EMBER_SHM_HEAP_MB', 1024)}")
         self.slot_bytes, heap_bytes = (int(v) for v in store.get(f"{tag}/sizes").split(b","))
+        _same_machine(store, tag, rank, size, ranks)
         total = _CTRL + 2 * self.slot_bytes + heap_bytes
         path = os.path.join(_shm_dir(), f"ember-{tag.replace('/', '_')}-{uuid.uuid4().hex}-"
                             f"{rank}")
@@ -297,15 +321,17 @@ class ShmProcessGroup(ProcessGroup):
         return off
 
     def empty_shared(self, nbytes: int) -> np.ndarray | None:
+        """``nbytes`` of this rank's heap as a ``uint8`` array, or None when full. The array's
+        base is a ctypes object over the segment, which every NumPy view of the array keeps
+        alive (NumPy collapses chains of array bases but stops at a non-array); the block
+        returns to the heap when that object dies."""
         off = self._heap.alloc(nbytes)
         if off is None:
             return None
-        arr = self._heaps[self._rank][off:off + nbytes]
-        out = arr.view()  # the object whose death returns the block
-        weakref.finalize(out, self._heap.release, off, nbytes)
-        # through a memoryview: views of an ndarray view take the memory's owner as their
-        # base, which would let ``out`` (and the block) go at once
-        return np.frombuffer(memoryview(out), dtype=np.uint8)
+        start = _CTRL + 2 * self.slot_bytes + off
+        owner = (ctypes.c_ubyte * nbytes).from_buffer(self._maps[self._rank], start)
+        weakref.finalize(owner, self._heap.release, off, nbytes)
+        return np.frombuffer(owner, np.uint8)
 
     # ---- collectives ----------------------------------------------------------------------
     def barrier(self) -> None:

@@ -262,6 +262,17 @@ def shared(r: int, n: int) -> None:
         ref, tol = ref * n, tol * n * n
     buf = dist.alloc_buffer(64)
     assert buf.dtype == np.uint8 and buf.size == 64
+    # views keep the memory: the next allocations must not reuse it
+    kept = dist.alloc_buffer(4096)[128:].view(np.float64)
+    kept[:] = 7.0
+    t = dist.empty_shared(100, dtype=ember.int64)[10:20]
+    t.fill_(5)
+    import gc
+    gc.collect()
+    for _ in range(4):
+        dist.empty_shared(1000).fill_(-1.0)
+        dist.alloc_buffer(4096)[:] = 0
+    assert np.all(kept == 7.0) and t.tolist() == [5] * 10, "shared memory reused while in use"
     if dist.get_backend() == "shm":
         assert dist.GroupMember.WORLD._heap_offset(s.numpy()) >= 0
 
