@@ -172,6 +172,32 @@ def case_unused_error(rank, world):
     return {}
 
 
+def _join(rank, world, **kw):
+    model = mlp()
+    ddp = DDP(model, bucket_cap_mb=0.001)
+    opt = ember.optim.SGD(ddp.parameters(), lr=LR)
+    with ddp.join(**kw):
+        for step in range(3 if rank == 0 else 1):  # uneven: rank 0 has three batches
+            x, y = data("mlp", step, world)
+            sl = slice(rank * B, (rank + 1) * B)
+            opt.zero_grad()
+            loss_of("mlp", ddp, x[sl], y[sl]).backward()
+            opt.step()
+    return arrays("param", model.parameters())
+
+
+def case_join(rank, world):
+    return _join(rank, world)
+
+
+def case_join_active(rank, world):
+    return _join(rank, world, divide_by_initial_world_size=False)
+
+
+def case_join_throw(rank, world):
+    return _join(rank, world, throw_on_early_termination=True)
+
+
 def case_timeline(rank, world):
     from ember.distributed.timeline import record_timeline, timeline
     from ember.nn.parallel._timeline import recorder

@@ -25,7 +25,7 @@ from tests.distributed import _ddp_cases as C
 ROOT = Path(__file__).resolve().parents[2]
 WORLD = 2
 CASES = ["mlp", "mlp_view", "cnn", "gpt", "no_sync", "find_unused", "unused_error", "timeline",
-         "shapes"]
+         "shapes", "join", "join_active", "join_throw"]
 
 
 def _free_port() -> int:
@@ -217,3 +217,35 @@ def test_timeline_shows_allreduce_overlapping_backward(ranks):
             # the first bucket's all-reduce starts before backward's last node finishes
             assert comm[0]["ts"] < max(e["ts"] + e["dur"] for e in nodes)
             lo = hi
+
+
+@pytest.mark.parametrize("case,by_world", [("join", True), ("join_active", False)])
+def test_join_with_uneven_inputs(ranks, case, by_world):
+    # rank 0 trains on three batches, rank 1 on one: from the second step on rank 1 shadows
+    # with zero gradients; the gradient is divided by 2 (initial world) or 1 (active ranks)
+    model = C.mlp()
+    opt = ember.optim.SGD(model.parameters(), lr=C.LR)
+    for step in range(3):
+        x, y = C.data("mlp", step, WORLD)
+        grads = []
+        for r in range(WORLD if step == 0 else 1):
+            opt.zero_grad()
+            sl = slice(r * C.B, (r + 1) * C.B)
+            C.loss_of("mlp", model, x[sl], y[sl]).backward()
+            grads.append(_grads(model))
+        divisor = WORLD if by_world or step == 0 else 1
+        with ember.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.grad = ember.from_numpy(sum(g[i] for g in grads) / divisor)
+        opt.step()
+    for r in range(WORLD):  # rank 1 ends with rank 0's (the longest-running) parameters
+        got = _load(ranks, case, r)
+        for i, p in enumerate(model.parameters()):
+            _close(got[f"param{i}"], p.detach().numpy(), f"rank {r} param {i}")
+
+
+def test_join_throw_on_early_termination(ranks):
+    for r in range(WORLD):
+        assert (ranks / f"join_throw.rank{r}.err").read_text() == (
+            "RuntimeError: Detected at least one rank that exhausted inputs. Throwing across all "
+            "ranks.")

@@ -39,6 +39,16 @@ NOTE [DDP backward]
 4. If some parameter never got a gradient and ``find_unused_parameters`` is off, its bucket
    never launches; the next ``forward`` raises torch's "Expected to have finished reduction"
    error listing the parameter indices.
+NOTE [DDP join]
+Inside ``ddp.join()`` every synchronized forward starts with an all-reduce of (1, "will rebuild
+its buckets") per training rank. A rank whose inputs ran out contributes (0, 0) from a loop at
+the end of the ``with`` block and, while the count is not zero, shadows one iteration of the
+others' collectives in their order: the bucket rebuild's broadcast (when announced), the
+buffer broadcast, one all-reduce of a zeroed bucket per bucket, the use-map all-reduce. When
+the count is zero every rank is done; the ranks agree on the highest rank among those that ran
+the most iterations and broadcast its parameters and buffers (torch syncs the final model from
+the last rank to join).
+
 Averaging divides each gradient by the world size as it is copied into its bucket (in place
 when it is the bucket view already), before the all-reduce, as torch's default comm hook
 divides the bucket.
@@ -99,8 +109,9 @@ class _Comm:
     def all_reduce(self, t: Tensor, op=None) -> None:
         self.dist.all_reduce(t, op=self.SUM if op is None else op, group=self.group)
 
-    def broadcast(self, t: Tensor) -> None:
-        self.dist.broadcast(t, src=self.root, group=self.group)
+    def broadcast(self, t: Tensor, src: int | None = None) -> None:
+        """Broadcast from the group's rank 0 (or the global rank ``src``)."""
+        self.dist.broadcast(t, src=self.root if src is None else src, group=self.group)
 
     def buffer(self, numel: int, dtype) -> Tensor:
         """A zeroed flat tensor for a bucket: in the engine's shared memory when it offers it
@@ -228,6 +239,7 @@ class _Reducer:
         self.unused: list = []
         self.static_unused: list | None = None
         self.iteration = 0
+        self.divisor = comm.world_size  # gradients are divided by it (join may lower it)
         self._node_handles: list = []
         self.handles = [p.register_post_accumulate_grad_hook(self._make_hook(i))
                         for i, p in enumerate(params)]
@@ -285,9 +297,13 @@ class _Reducer:
             else:
                 msg += _UNFINISHED_HINT
             raise RuntimeError(msg)
-        if self.ready_order and not self.has_rebuilt and \
-                (self.static_graph or not self.find_unused):
+        if self.will_rebuild():
             self._rebuild()
+
+    def will_rebuild(self) -> bool:
+        """Whether the next synchronized forward rebuilds the buckets."""
+        return bool(self.ready_order) and not self.has_rebuilt and \
+            (self.static_graph or not self.find_unused)
 
     def prepare_for_backward(self, outputs) -> None:
         """Arm the reducer for the backward of ``outputs`` (NOTE [DDP backward] step 1)."""
@@ -365,17 +381,17 @@ class _Reducer:
             b.arrays[k].fill(0)
         else:
             g = p._grad
-            world = self.comm.world_size
+            world = self.divisor
             if g is None:
                 b.arrays[k].fill(0)
             elif g is not b.views[k]:  # copy in, divided by the world size on the way
-                if world > 1:
+                if world != 1:
                     np.divide(numpy_view(g), world, out=b.arrays[k])
                 else:
                     np.copyto(b.arrays[k], numpy_view(g))
                 if self.as_view:
                     p.grad = b.views[k]
-            elif world > 1:  # accumulated in the bucket already
+            elif world != 1:  # accumulated in the bucket already
                 b.arrays[k] /= world
             if recorder.nodes:
                 t = recorder.now()
@@ -417,7 +433,9 @@ class _Reducer:
             self.unfinished = [i for i, r in enumerate(self.ready) if not r]
             return
         globally_unused = set()
-        if self.unused and self.comm.world_size > 1:
+        # every rank all-reduces its use map when any rank may have unused parameters (a
+        # rank without any must still take part)
+        if (self.find_unused or self.static_graph) and self.comm.world_size > 1:
             used = np.ones(len(self.params), dtype=np.int32)
             used[self.unused] = 0
             t = from_numpy(used)
@@ -562,6 +580,7 @@ class DistributedDataParallel(Module):
         self.modules_buffers = [b for b in module.buffers()]
         with grad_mode.no_grad():
             self._broadcast_coalesced(params + self.modules_buffers, comm)
+        object.__setattr__(self, "_join", None)
         reducer = _Reducer(params, [n for n, _ in named], comm, self.bucket_bytes_cap,
                            first_cap, find_unused_parameters, gradient_as_bucket_view,
                            static_graph)
@@ -617,8 +636,9 @@ class DistributedDataParallel(Module):
                                f"0's.")
 
     @staticmethod
-    def _broadcast_coalesced(tensors: list, comm: _Comm) -> None:
-        """Overwrite ``tensors`` with rank 0's values, packed by dtype into few broadcasts."""
+    def _broadcast_coalesced(tensors: list, comm: _Comm, src: int | None = None) -> None:
+        """Overwrite ``tensors`` with rank 0's (or global rank ``src``'s) values, packed by
+        dtype into few broadcasts."""
         if comm.world_size == 1 or not tensors:
             return
         groups: dict = {}
@@ -632,7 +652,7 @@ class DistributedDataParallel(Module):
                     if chunk:
                         flat = np.concatenate([numpy_view(c).reshape(-1) for c in chunk])
                         ft = from_numpy(flat)
-                        comm.broadcast(ft)
+                        comm.broadcast(ft, src)
                         off = 0
                         for c in chunk:
                             k = c.numel()
@@ -648,6 +668,13 @@ class DistributedDataParallel(Module):
         """Run the module; arm the gradient all-reduce of the coming backward."""
         reducer = self.reducer
         sync = grad_mode.is_grad_enabled() and self.require_backward_grad_sync
+        join = self._join
+        if sync and join is not None:
+            rebuild = reducer.will_rebuild()
+            active = join.agree(1, rebuild)  # the joined ranks shadow this iteration
+            join.iterations += 1
+            reducer.divisor = self._comm.world_size if join.divide_by_initial_world_size \
+                else active
         if sync:
             reducer.prepare_for_forward()
         if self.require_forward_param_sync and self.broadcast_buffers and \
@@ -660,6 +687,34 @@ class DistributedDataParallel(Module):
         else:
             reducer.armed = False
         return out
+
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False):
+        """A context for training with uneven inputs across ranks (torch's ``DDP.join``).
+
+        Inside it, each synchronized forward first counts the ranks still training. A rank
+        whose loop has ended waits at the end of the ``with`` block, taking part in the
+        others' collectives with zero gradients (so they do not hang), until every rank is
+        done; then every rank gets the parameters and buffers of a rank that ran the most
+        iterations. Gradients are divided by the initial world size
+        (``divide_by_initial_world_size``) or by the number of ranks still training.
+
+        Args:
+            divide_by_initial_world_size: divide by the world size, not the active ranks.
+            enable: False makes the context do nothing.
+            throw_on_early_termination: raise on every rank as soon as one rank runs out of
+                inputs, instead of shadowing.
+
+        Raises:
+            RuntimeError: with ``throw_on_early_termination``, "Detected at least one rank
+                that exhausted inputs. Throwing across all ranks."
+
+        Example:
+            >>> # with ddp.join():
+            >>> #     for x in my_uneven_batches:     # fewer on some ranks
+            >>> #         ddp(x).sum().backward()
+        """
+        return _Join(self, divide_by_initial_world_size, enable, throw_on_early_termination)
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -699,3 +754,69 @@ class DistributedDataParallel(Module):
     def __getstate__(self):
         raise RuntimeError("DistributedDataParallel cannot be pickled; save "
                            "ddp.module.state_dict() instead")
+
+
+_EARLY = "Detected at least one rank that exhausted inputs. Throwing across all ranks."
+
+
+class _Join:
+    """``DistributedDataParallel.join``'s context (NOTE [DDP join])."""
+
+    def __init__(self, ddp: DistributedDataParallel, divide_by_initial_world_size: bool,
+                 enable: bool, throw_on_early_termination: bool) -> None:
+        self.ddp = ddp
+        self.divide_by_initial_world_size = divide_by_initial_world_size
+        self.enable = enable and ddp._comm.world_size > 1
+        self.throw = throw_on_early_termination
+        self.iterations = 0
+
+    def __enter__(self):
+        if self.enable:
+            object.__setattr__(self.ddp, "_join", self)
+        return self
+
+    def agree(self, active: int, rebuild: bool) -> int:
+        """All-reduce (ranks still training, ranks about to rebuild their buckets)."""
+        comm = self.ddp._comm
+        flags = from_numpy(np.array([active, int(rebuild)], dtype=np.int64))
+        comm.all_reduce(flags)
+        count, rebuilds = (int(v) for v in numpy_view(flags))
+        if self.throw and count < comm.world_size:
+            raise RuntimeError(_EARLY)
+        if not active and rebuilds:
+            self.ddp.reducer._rebuild()
+        return count
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        ddp = self.ddp
+        if not self.enable:
+            return
+        object.__setattr__(ddp, "_join", None)
+        if exc_type is not None:
+            return
+        ddp.reducer.armed = False
+        comm, reducer = ddp._comm, ddp.reducer
+        while self.agree(0, False):  # shadow one iteration of the ranks still training
+            if ddp.require_forward_param_sync and ddp.broadcast_buffers and ddp.modules_buffers:
+                with grad_mode.no_grad():
+                    ddp._broadcast_coalesced(ddp.modules_buffers, comm)
+            for b in reducer.buckets:
+                b.array.fill(0)
+                comm.all_reduce(b.tensor)
+            if reducer.find_unused or reducer.static_graph:
+                used = from_numpy(np.zeros(len(reducer.params), dtype=np.int32))
+                comm.all_reduce(used, comm.MAX)
+        # every rank is done: take the model of a rank that ran the most iterations
+        most = from_numpy(np.array([self.iterations], dtype=np.int64))
+        comm.all_reduce(most, comm.MAX)
+        who = from_numpy(np.array([comm.rank if self.iterations == int(numpy_view(most)[0])
+                                   else -1], dtype=np.int64))
+        comm.all_reduce(who, comm.MAX)
+        src = int(numpy_view(who)[0])
+        get_global = getattr(comm.dist, "get_global_rank", None)
+        if comm.group is not None and get_global is not None:
+            src = get_global(comm.group, src)
+        with grad_mode.no_grad():
+            ddp._broadcast_coalesced(list(reducer.params) + list(ddp.modules_buffers), comm,
+                                     src)
+        reducer.divisor = comm.world_size
