@@ -30,13 +30,27 @@ THREADS_DECL = ("static int ember_nt = 1;\n"
                 "void ember_set_threads(int n) { ember_nt = n > 0 ? n : 1; }\n")
 
 _CT = {dt.float32: "float", dt.float64: "double", dt.bool_: "uint8_t", dt.int32: "int32_t",
-       dt.int64: "int64_t"}
+       dt.int64: "int64_t", dt.bfloat16: "float", dt.float16: "float"}
+# half dtypes: stored as 16-bit words, computed in float (rounded where eager rounds: at the
+# boundary of every graph node, so fused chains equal eager's per-op rounding)
+_BT = {dt.bfloat16: "uint16_t", dt.float16: "_Float16"}
+HALVES = (dt.bfloat16, dt.float16)
 _UT = {dt.int32: "uint32_t", dt.int64: "uint64_t"}
 
 _VEC_FNS = ("exp", "log", "tanh", "sin", "cos", "log1p", "expm1", "erf", "log2", "exp2", "pow")
 
 _PAR_SIMD = "    #pragma omp parallel for simd schedule(static) num_threads(ember_nt)"
-PRELUDE = "#include <stdint.h>\n#include <math.h>\n"
+PRELUDE = "#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
+HALF_HELPERS = """static inline float ember_bf16_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t ember_f32_bf16(float f) {
+    uint32_t u; memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16);
+}
+static inline float ember_round_bf16(float f) { return ember_bf16_f32(ember_f32_bf16(f)); }
+"""
 
 
 def vector_decls() -> str:
@@ -51,7 +65,29 @@ def vector_decls() -> str:
 
 
 def ctype(d) -> str:
+    """The C type of a value of dtype ``d`` in registers (halves compute in float)."""
     return _CT[d]
+
+
+def btype(d) -> str:
+    """The C type of an element of a buffer of dtype ``d``."""
+    return _BT.get(d) or _CT[d]
+
+
+def load_code(d, ref: str) -> str:
+    if d is dt.bfloat16:
+        return f"ember_bf16_f32({ref})"
+    if d is dt.float16:
+        return f"((float){ref})"
+    return ref
+
+
+def store_code(d, v: str) -> str:
+    if d is dt.bfloat16:
+        return f"ember_f32_bf16({v})"
+    if d is dt.float16:
+        return f"((_Float16){v})"
+    return f"(({ctype(d)}){v})"
 
 
 class Slot:
@@ -260,11 +296,17 @@ class _KernelGen:
             if src.kind == "red" and src.kernel is self.k:
                 return f"r{src.index}"
             slot, idx = self.index(src)
-            code = f"p{slot}[{idx}]"
+            code = load_code(src.dtype, f"p{slot}[{idx}]")
         elif e.kind == "cast":
             a = self.expr(e.args[0], memo, body, acc)
-            code = f"(({ctype(e.dtype)})({a} != 0))" if e.dtype is dt.bool_ else \
-                f"(({ctype(e.dtype)}){a})"
+            if e.dtype is dt.bfloat16:
+                code = f"ember_round_bf16({a})"
+            elif e.dtype is dt.float16:
+                code = f"((float)(_Float16)({a}))"
+            elif e.dtype is dt.bool_:
+                code = f"(({ctype(e.dtype)})({a} != 0))"
+            else:
+                code = f"(({ctype(e.dtype)}){a})"
         else:
             args = [self.expr(a, memo, body, acc) for a in e.args]
             code = _op(e.value, e.dtype, args, e.args[0].dtype if e.args else None)
@@ -279,7 +321,7 @@ class _KernelGen:
         k = self.k
         head = [f"void ember_k{k.index}(void** buf, const int64_t* sz) {{"]
         for i, s in enumerate(self.slots):
-            ct = ctype(s.ln.dtype)
+            ct = btype(s.ln.dtype)
             q = "" if s.is_out else "const "
             head.append(f"    {q}{ct}* restrict p{i} = ({q}{ct}*)buf[{i}];")
         if self.flat:
@@ -290,7 +332,7 @@ class _KernelGen:
                 v = self.expr(m.expr, {}, stmts)
                 loop = [f"    for (int64_t j = 0; j < {n}; j++) {{"]
                 loop += ["        " + s for s in stmts]
-                loop.append(f"        p{self.slot_of[id(m)]}[j] = ({ctype(m.dtype)}){v};")
+                loop.append(f"        p{self.slot_of[id(m)]}[j] = {store_code(m.dtype, v)};")
                 loop.append("    }")
                 # the parallel loop only on the large branch (a C branch: an OpenMP ``if``
                 # clause still enters libgomp, and its serial path lost vectorisation here)
@@ -351,7 +393,8 @@ class _KernelGen:
             else:
                 out.append(f"            r{m.index} = ({ct})acc;")
             if m.stored:
-                out.append(f"            p{self.slot_of[id(m)]}[r] = r{m.index};")
+                out.append(f"            p{self.slot_of[id(m)]}[r] = "
+                           f"{store_code(m.dtype, f'r{m.index}')};")
             out.append("        }")
             return out
         v = self.expr(m.expr, {}, stmts)
@@ -359,7 +402,7 @@ class _KernelGen:
         out.append("        #pragma omp simd")
         out.append(f"        for (int64_t j = 0; j < {L}; j++) {{")
         out += ["            " + s for s in stmts]
-        out.append(f"            p{self.slot_of[id(m)]}[r * {L} + j] = ({ct}){v};")
+        out.append(f"            p{self.slot_of[id(m)]}[r * {L} + j] = {store_code(m.dtype, v)};")
         out.append("        }")
         return out
 
@@ -374,6 +417,7 @@ def generate_c(kernels: list[Kernel], vector_math: bool
     """The translation unit for ``kernels``, each kernel's pointer slots and its ``sz``
     values (the sizes, strides and offsets it reads at run time)."""
     parts = [f"/* ember generated kernels (codegen v{CODEGEN_VERSION}) */\n", PRELUDE]
+    parts.append(HALF_HELPERS)
     if vector_math:
         parts.append(vector_decls())
     parts.append(THREADS_DECL)

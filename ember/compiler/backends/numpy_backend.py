@@ -269,8 +269,8 @@ def _gelu(g, node, b):
 
 # -- reductions ---------------------------------------------------------------------------------
 def _dims(dim, ndim: int):
-    if dim is None or dim == []:
-        return None
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return None     # torch: an empty dim list reduces every dimension
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     return tuple(sorted(d % ndim if ndim else 0 for d in dims))
 

@@ -22,6 +22,7 @@ __all__ = ["Lowering", "RULES", "FLOATS"]
 
 FLOATS = (dt.float32, dt.float64)
 INTS = (dt.int32, dt.int64)
+HALVES = (dt.bfloat16, dt.float16)     # stored as 16 bits, computed in float32
 # ops whose integer form is exact in C (wrapping arithmetic through unsigned types)
 _INT_OK = {"add", "sub", "mul", "neg", "abs", "maximum", "minimum", "where", "clamp",
            "clamp_min", "clamp_max", "clip", "rsub", "subtract", "multiply", "clone",
@@ -97,6 +98,10 @@ class Lowering:
         """The expression of argument ``x`` (node or Python scalar) as ``dtype``."""
         if isinstance(x, Node):
             ln = self.get(x)
+            if ln.dtype in HALVES:
+                if dtype is not dt.float32:
+                    raise NotLowerable
+                return cast(load(ln), dtype)
             if ln.dtype not in FLOATS and ln.dtype is not dt.bool_ and ln.dtype not in INTS:
                 raise NotLowerable
             if ln.dtype in INTS and dtype not in FLOATS and ln.dtype is not dtype:
@@ -112,11 +117,19 @@ class Lowering:
 
     def pw(self, node_or_shape, dtype, expr) -> LNode:
         shape = node_or_shape.val.shape if isinstance(node_or_shape, Node) else node_or_shape
+        if isinstance(node_or_shape, Node) and node_or_shape.val.dtype in HALVES and \
+                dtype is dt.float32:
+            # a half-precision node: computed in float32, rounded to its dtype as eager does
+            dtype = node_or_shape.val.dtype
+            expr = cast(expr, dtype)
         return self.add(LNode("pw", shape, dtype, expr))
 
-    def red(self, kind, src: Expr, src_shape, keepdim, post=None) -> LNode:
+    def red(self, kind, src: Expr, src_shape, keepdim, post=None, dtype=None) -> LNode:
+        """A last-dim reduction; ``dtype`` a half dtype stores the (float) result rounded."""
         shape = tuple(src_shape[:-1]) + ((1,) if keepdim else ())
-        return self.add(LNode("red", shape, src.dtype, src, src_shape=tuple(src_shape),
+        if dtype is not None and dtype is not src.dtype:
+            post = cast(post if post is not None else Expr("acc", src.dtype), dtype)
+        return self.add(LNode("red", shape, dtype or src.dtype, src, src_shape=tuple(src_shape),
                               rkind=kind, scale=post))
 
     # -- the walk -------------------------------------------------------------------------------
@@ -164,6 +177,8 @@ def _out_float(node) -> dt.DType:
         raise NotLowerable
     if v.dtype in FLOATS:
         return v.dtype
+    if v.dtype in HALVES:
+        return dt.float32
     if v.dtype in INTS and node.target.name in _INT_OK:
         return v.dtype
     raise NotLowerable
@@ -242,11 +257,13 @@ def _compare(lw, node, b):
     if not isinstance(ref, Node) or not isinstance(ref.val, Tensor):
         return None
     d = ref.val.dtype
-    if (d not in FLOATS and d not in INTS) or node.val.dtype is not dt.bool_:
+    if (d not in FLOATS and d not in INTS and d not in HALVES) or node.val.dtype is not dt.bool_:
         return None
     for v in (x, y):
         if isinstance(v, Node) and v.val.dtype is not d:
             return None
+    if d in HALVES:
+        d = dt.float32
     return lw.pw(node, dt.bool_, op(node.target.name, dt.bool_, lw.ref(x, d), lw.ref(y, d)))
 
 
@@ -304,6 +321,10 @@ def _to_copy(lw, node, b):
         return None
     src = lw.get(x)
     d = node.val.dtype
+    if src.dtype in HALVES and d in FLOATS + HALVES:
+        return lw.pw(node, dt.float32, cast(load(src), dt.float32))
+    if d in HALVES and (src.dtype in FLOATS or src.dtype is dt.bool_ or src.dtype in INTS):
+        return lw.pw(node, dt.float32, cast(load(src), dt.float32))
     if d not in FLOATS or (src.dtype not in FLOATS and src.dtype is not dt.bool_ and
                            src.dtype not in INTS):
         return None
@@ -325,16 +346,17 @@ def _last_dim(x, dim) -> bool:
 def _reduce(lw, node, b):
     d = _out_float(node)
     x = b["self"]
-    if b.get("dtype") is not None or not isinstance(x, Node) or x.val.dtype is not d or \
-            not _last_dim(x, b.get("dim")):
+    if b.get("dtype") is not None or not isinstance(x, Node) or \
+            x.val.dtype is not node.val.dtype or not _last_dim(x, b.get("dim")):
         return None
     name = node.target.name
     shape = tuple(x.val.shape)
     post = None
     if name == "mean":
         post = op("div", d, Expr("acc", d), Expr("rowlen", d))
+    # halves accumulate in float32 and round the result, as eager
     ln = lw.red("sum" if name == "mean" else name, lw.ref(x, d), shape, bool(b.get("keepdim")),
-                post)
+                post, node.val.dtype)
     if ln.shape != tuple(node.val.shape):
         raise NotLowerable
     return ln
@@ -345,7 +367,7 @@ def _softmax(lw, node, b):
     d = _out_float(node)
     x = b.get("self", b.get("input"))
     if b.get("dtype") is not None or b.get("half_to_float") or not isinstance(x, Node) or \
-            x.val.dtype is not d or not _last_dim(x, b["dim"]):
+            x.val.dtype is not node.val.dtype or not _last_dim(x, b["dim"]):
         return None
     shape = tuple(x.val.shape)
     ex = lw.ref(x, d)
@@ -354,15 +376,16 @@ def _softmax(lw, node, b):
     e = lw.pw(shape, d, op("exp", d, load(sh)))
     s = lw.red("sum", load(e), shape, True)
     if "log" in node.target.name:
-        return lw.pw(shape, d, op("sub", d, load(sh), op("log", d, load(s))))
-    return lw.pw(shape, d, op("div", d, load(e), load(s)))
+        return lw.pw(node, d, op("sub", d, load(sh), op("log", d, load(s))))
+    return lw.pw(node, d, op("div", d, load(e), load(s)))
 
 
 @rule("native_layer_norm")
 def _layer_norm(lw, node, b):
     x, w, bias, eps = b["input"], b["weight"], b["bias"], b["eps"]
     d = _out_float(node.args[0]) if isinstance(node.args[0], Node) else None
-    if d is None or len(b["normalized_shape"]) != 1 or not _last_dim(x, -1):
+    if d is None or len(b["normalized_shape"]) != 1 or not _last_dim(x, -1) or \
+            x.val.dtype in HALVES:
         return None
     if any(u.target is not operator.getitem for u in node.users):
         return None
