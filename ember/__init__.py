@@ -78,6 +78,7 @@ from ember.ops.copy import clone
 from ember.ops.creation import *  # noqa: F403
 from ember.ops.linalg import *  # noqa: F403
 from ember.ops.linalg_composites import *  # noqa: F403
+from ember.ops.linalg_factor import *  # noqa: F403
 from ember.ops.nn_ops import *  # noqa: F403
 from ember.ops.numeric import *  # noqa: F403
 from ember.ops.pointwise import *  # noqa: F403

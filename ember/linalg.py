@@ -12,6 +12,7 @@ from ember.ops.linalg import linalg_cholesky as cholesky
 from ember.ops.linalg import linalg_det as det
 from ember.ops.linalg import linalg_eigh as eigh
 from ember.ops.linalg import linalg_eigvalsh as eigvalsh
+from ember.ops.linalg import linalg_householder_product as householder_product
 from ember.ops.linalg import linalg_inv as inv
 from ember.ops.linalg import linalg_matrix_power as matrix_power
 from ember.ops.linalg import linalg_matrix_rank as matrix_rank
@@ -35,13 +36,17 @@ from ember.ops.linalg_composites import linalg_tensorinv as tensorinv
 from ember.ops.linalg_composites import linalg_tensorsolve as tensorsolve
 from ember.ops.linalg_composites import linalg_vander as vander
 from ember.ops.linalg_composites import linalg_vecdot as vecdot
+from ember.ops.linalg_factor import linalg_lu as lu
+from ember.ops.linalg_factor import linalg_lu_factor as lu_factor
+from ember.ops.linalg_factor import linalg_lu_factor_ex as lu_factor_ex
+from ember.ops.linalg_factor import linalg_lu_solve as lu_solve
 
 # vector_norm and matrix_norm are left out of __all__: a star-import must not depend on them.
 __all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul",
            "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
            "cross", "diagonal", "multi_dot", "norm", "tensorinv", "tensorsolve", "vander",
            "vecdot", "cholesky_ex", "inv_ex", "matrix_exp", "solve_ex", "solve_triangular",
-           "cond"]
+           "cond", "householder_product", "lu", "lu_factor", "lu_factor_ex", "lu_solve"]
 
 # name here -> name in ember.ops.reduction (defined by the reduction family)
 _LAZY = {"vector_norm": "linalg_vector_norm", "matrix_norm": "linalg_matrix_norm"}

@@ -23,6 +23,7 @@ FAMILIES = (
     "indexing",
     "linalg",
     "linalg_composites",
+    "linalg_factor",
     "nn_ops",
     "numeric",
     "pointwise",

@@ -1701,7 +1701,8 @@ def linalg_householder_product(input, tau):
     lib = _lib()
     eye = lib.eye(m, n, dtype=input.dtype, device=input.device)
     V = input.tril(-1) + eye  # (*, m, n): the reflectors, unit diagonal
-    Q = lib.zeros_like(input) + eye  # (*, m, n)
+    # (*, m, n); with no reflectors Q is still an output of input (zero gradient), as torch's
+    Q = (input * 0 if tau.shape[-1] == 0 else lib.zeros_like(input)) + eye
     for i in range(tau.shape[-1] - 1, -1, -1):  # Q = H_i Q, innermost reflector first
         v = V[..., i:i + 1]  # (*, m, 1)
         t = tau[..., i:i + 1].unsqueeze(-1)  # (*, 1, 1)

@@ -375,20 +375,13 @@ def linalg_solve_triangular(A, B, *, upper: bool, left: bool = True,
         >>> ember.linalg.solve_triangular(A, ember.tensor([[2.0], [3.0]]), upper=False).tolist()
         [[1.0], [2.0]]
     """
-    from ember.ops.creation import eye
-    from ember.ops.linalg import linalg_solve
+    from ember.ops.linalg_factor import _linalg_triangular_solve
     _require("linalg.solve_triangular", A, "A")
     _require("linalg.solve_triangular", B, "B", 2)
     if B.ndim < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
                            "dimensions.")
-    tri = A.triu() if upper else A.tril()
-    if unitriangular:
-        n = A._shape[-1]
-        tri = tri * (1 - eye(n, dtype=A._dtype, device=A._device)) + \
-            eye(n, dtype=A._dtype, device=A._device)
-    result = linalg_solve(tri, B) if left else linalg_solve(tri.mT, B.mT).mT
-    return _out(result, out)
+    return _out(_linalg_triangular_solve(A, B, upper, left, unitriangular), out)
 
 
 _EXP_TERMS = 18

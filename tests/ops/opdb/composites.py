@@ -438,6 +438,16 @@ def _triangular_samples(d):
                                   f"u{upper}-l{left}-unit{unit}")
     yield SampleInput((_well_conditioned(d, (2,)), make((2, 4, 2), d, layout="strided")),
                       {"upper": True}, "batched")
+    # broadcast batches, empty shapes, and a zero on the diagonal (inf/nan, no error)
+    a = _well_conditioned(d)
+    yield SampleInput((a.mT, make((3, 4, 2), d)), {"upper": True}, "broadcast-A")
+    yield SampleInput((_well_conditioned(d, (2,)), make((4, 1), d)), {"upper": False},
+                      "broadcast-B")
+    yield SampleInput((make((0, 0), d), make((0, 3), d)), {"upper": False}, "empty")
+    yield SampleInput((a, make((4, 0), d)), {"upper": True}, "no-columns")
+    yield SampleInput((make((0, 4, 4), d), make((4, 2), d)), {"upper": True}, "empty-batch")
+    yield SampleInput((make((3, 3), d) * ember.tensor([1.0, 0.0, 1.0], dtype=a.dtype),
+                       make((3, 2), d)), {"upper": True}, "zero-pivot")
 
 
 def _matrix_exp_samples(d):

@@ -1,0 +1,413 @@
+"""LU factorisation and what is built on it: ``linalg.lu_factor(_ex)``, ``linalg.lu``,
+``lu_unpack``, ``linalg.lu_solve`` and the legacy ``torch.lu``/``torch.lu_solve``; Householder
+products applied to a matrix (``ormqr``); least squares (``linalg.lstsq``).
+
+One primitive carries the data: ``linalg_lu_factor_ex`` (LAPACK's ``getrf`` layout: ``L``
+below the diagonal with an implicit unit diagonal, ``U`` on and above it, 1-based int32 row
+interchanges). Everything else is composed of differentiable ember operators, so gradients
+through ``lu_unpack``, ``lu_solve`` and ``lstsq`` are the derivatives of the same functions
+torch differentiates. CPU kernels: ember/backends/cpu/linalg_factor.py.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ember.core import dtype as dt
+from ember.ops._define import Spec, composite, derivative, operator
+from ember.ops.linalg import _not_implemented, _tn, matmul
+from ember.tensor import Tensor
+
+__all__ = ["lu", "lu_solve", "lu_unpack", "ormqr"]
+
+LUFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+LUFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+LUResult = namedtuple("linalg_lu", ["P", "L", "U"])
+LUUnpackResult = namedtuple("lu_unpack", ["P", "L", "U"])
+LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+
+
+def _lib():
+    from ember.ops import creation, linalg, linalg_composites, pointwise, shape
+
+    class _Families:
+        def __getattr__(self, name):
+            for m in (creation, pointwise, shape, linalg, linalg_composites):
+                if hasattr(m, name):
+                    return getattr(m, name)
+            raise AttributeError(name)
+
+    return _Families()
+
+
+# -- triangular solves ----------------------------------------------------------------------
+@operator("_linalg_triangular_solve(Tensor A, Tensor B, bool upper, bool left, "
+          "bool unitriangular) -> Tensor", method=False)
+def _linalg_triangular_solve(A, B, upper, left, unitriangular):
+    """``X`` with ``A X = B`` (``X A = B`` when not ``left``) by substitution, reading one
+    triangle of ``A`` (unit diagonal when ``unitriangular``). A zero on the diagonal gives
+    inf/nan, as LAPACK's ``trsm`` (and torch): no error.
+
+    Shape: ``A (*, n, n)``, ``B (*, n, k)`` (``(*, k, n)`` when not ``left``); batch dims
+    broadcast.
+
+    Example:
+        >>> from ember.ops.linalg_factor import _linalg_triangular_solve
+        >>> A = ember.tensor([[2.0, 0.0], [1.0, 1.0]])
+        >>> _linalg_triangular_solve(A, ember.tensor([[2.0], [3.0]]), False, True, False)
+        tensor([[1.],
+                [2.]])
+    """
+    from ember.core.layout import broadcast_shapes
+    n = A._shape[-1]
+    if A.ndim < 2 or A._shape[-2] != n:
+        raise RuntimeError(f"linalg.solve_triangular: A must be batches of square matrices, "
+                           f"but they are {A._shape[-2] if A.ndim > 1 else 1} by {n} matrices")
+    if (B._shape[-2] if left else B._shape[-1]) != n:
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
+                           f"equation {'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B._shape[-2]}x{B._shape[-1]})")
+    if A._dtype is not B._dtype:
+        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, "
+                           f"but found A of type {_tn(A)} and B of type {_tn(B)} instead")
+    if A._dtype not in (dt.float32, dt.float64):
+        raise _not_implemented("triangular_solve_cpu", A)
+    batch = broadcast_shapes(A._shape[:-2], B._shape[:-2])
+    return Spec(tuple(batch) + B._shape[-2:], B._dtype)
+
+
+def _triangle(G: Tensor, upper: bool, unitriangular: bool) -> Tensor:
+    off = 1 if unitriangular else 0
+    return G.triu(off) if upper else G.tril(-off)
+
+
+@derivative(_linalg_triangular_solve, save=("A", "result"))
+def _linalg_triangular_solve_backward(ctx, grad):
+    # X = A^{-1} B: gB = A^{-T} g; gA = -gB X^T on A's triangle (X A = B: gA = -X^T gB).
+    A, X = ctx.A, ctx.result
+    upper, left, unit = ctx.upper, ctx.left, ctx.unitriangular
+    gB = _linalg_triangular_solve(A.mT, grad, not upper, left, unit)
+    gA = None
+    if ctx.needs_input_grad[0]:
+        gA = _triangle(-(matmul(gB, X.mT) if left else matmul(X.mT, gB)), upper, unit)
+    return gA, gB
+
+
+# -- the primitive --------------------------------------------------------------------------
+def _lu_checks(name: str, A, pivot: bool) -> None:
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
+                        f"{type(A).__name__}")
+    if A.ndim < 2:
+        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
+                           f"size: {list(A._shape)} instead")
+    if A._dtype not in (dt.float32, dt.float64):
+        raise _not_implemented("lu_cpu", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+
+
+@operator("linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> "
+          "(Tensor LU, Tensor pivots, Tensor info)", method=False)
+def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """LU factorisation with partial pivoting in LAPACK's compact form
+    (``torch.linalg.lu_factor_ex``): ``A = P L U``.
+
+    ``LU`` holds ``L`` below the diagonal (unit diagonal implied) and ``U`` on and above it;
+    ``pivots[i]`` (1-based, int32) is the row swapped with row ``i``; ``info`` is 0, or the
+    1-based index of the first zero pivot of ``U`` (``check_errors`` raises then).
+
+    Shape: ``(*, m, n)`` -> ``LU (*, m, n)``, ``pivots (*, min(m, n))``, ``info (*)``.
+
+    Raises:
+        RuntimeError: fewer than 2 dims, ``pivot=False`` (not on the CPU, as torch), a zero
+            pivot with ``check_errors``.
+        NotImplementedError: dtypes other than float32/float64.
+
+    Example:
+        >>> LU, pivots, info = ember.linalg.lu_factor_ex(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> pivots.tolist(), info.item()
+        ([2, 2], 0)
+    """
+    _lu_checks("linalg_lu_factor_ex", A, pivot)
+    m, n = A._shape[-2:]
+    batch = A._shape[:-2]
+    return (Spec(A._shape, A._dtype), Spec(batch + (min(m, n),), dt.int32),
+            Spec(batch, dt.int32))
+
+
+linalg_lu_factor_ex.result_tuple = LUFactorExResult
+
+
+def _lu_factors(LU: Tensor, k: int):
+    """``(L, U)`` of a compact LU: ``L (*, m, k)`` unit lower, ``U (*, k, n)`` upper."""
+    lib = _lib()
+    m = LU.shape[-2]
+    L = LU[..., :, :k].tril(-1) + lib.eye(m, k, dtype=LU.dtype, device=LU.device)
+    return L, LU[..., :k, :].triu()
+
+
+# NOTE [LU derivative]
+# With A = P L U, dA = P (dL U + L dU), so P^T dA = dL U + L dU; L^{-1} P^T dA U^{-1} splits
+# into a strictly lower part (L^{-1} dL) and an upper part (dU U^{-1}). Pulling a cotangent
+# (gL, gU) back gives, for square A, gA = P L^{-T} (tril_{-1}(L^T gL) + triu(gU U^T)) U^{-T}.
+# Wide A (m < n, U = [U1 U2]): U2's gradient passes straight through L^{-T}; the first block
+# solves against U1. Tall A (m > n, L = [L1; L2]) is the transpose of the wide case.
+def _lu_backward(P, L, U, gL, gU):
+    lib = _lib()
+    solve = lib.linalg_solve_triangular
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    if m <= n:
+        phi = matmul(L.mT, gL) - (matmul(gU.triu(), U.mT) if m < n else 0)
+        if m == n:
+            phi = phi.tril(-1) + matmul(gU, U.mT).triu()
+            gA = solve(U.mT, phi, upper=False, left=False)
+        else:
+            U1, gU1 = U[..., :, :k], gU[..., :, :k]
+            gA = solve(U1.mT, phi.tril(-1), upper=False, left=False)
+            gA = lib.cat([gA + gU1.triu(), gU[..., :, k:]], -1)
+        gA = solve(L.mT, gA, upper=True, unitriangular=True)
+    else:
+        L1, gL1 = L[..., :k, :], gL[..., :k, :]
+        phi = (matmul(gU, U.mT) - matmul(L.mT, gL.tril(-1))).triu()
+        gA = solve(L1.mT, phi, upper=True, unitriangular=True)
+        gA = lib.cat([gA + gL1.tril(-1), gL[..., k:, :]], -2)
+        gA = solve(U.mT, gA, upper=False, left=False)
+    return matmul(P, gA)
+
+
+@derivative(linalg_lu_factor_ex, save=("result",), nondifferentiable_outputs=(1, 2))
+def _linalg_lu_factor_ex_backward(ctx, gLU, g_pivots, g_info):
+    LU, pivots, _ = ctx.result
+    m, n = LU.shape[-2:]
+    k = min(m, n)
+    P, L, U = lu_unpack(LU, pivots)
+    return _lu_backward(P, L, U, gLU[..., :, :k].tril(-1), gLU[..., :k, :].triu())
+
+
+@operator("_lu_pivots_to_permutation(Tensor pivots, int m) -> Tensor", method=False)
+def _lu_pivots_to_permutation(pivots, m):
+    """``perm`` with ``(P^T A)[i] = A[perm[i]]`` for LAPACK's row interchanges ``pivots``
+    (applied in order); int64.
+
+    Example:
+        >>> from ember.ops.linalg_factor import _lu_pivots_to_permutation
+        >>> _lu_pivots_to_permutation(ember.tensor([2, 2], dtype=ember.int32), 2).tolist()
+        [1, 0]
+    """
+    return Spec(pivots._shape[:-1] + (m,), dt.int64)
+
+
+# -- composites on the factorisation ---------------------------------------------------------
+def _first_zero_pivot(name: str, info: Tensor) -> None:
+    """torch's error for a singular ``U`` (``check_errors``); meta tensors hold no info."""
+    if info.device.type == "meta" or info.numel() == 0:
+        return
+    bad = int(info.max().item())
+    if bad > 0:
+        raise RuntimeError(f"{name}: U[{bad},{bad}] is zero and using it on lu_solve would "
+                           "result in a division by zero. If you still want to perform the "
+                           "factorization, consider calling linalg.lu(A, pivot) or "
+                           "linalg.lu_factor_ex(A, pivot)")
+
+
+@composite("linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)",
+           method=False)
+def linalg_lu_factor(A, *, pivot=True):
+    """``(LU, pivots)`` of :func:`linalg_lu_factor_ex`, raising on a zero pivot of ``U``
+    (``torch.linalg.lu_factor``).
+
+    Example:
+        >>> LU, pivots = ember.linalg.lu_factor(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> LU.tolist()
+        [[3.0, 4.0], [0.3333333432674408, 0.6666666269302368]]
+    """
+    LU, pivots, info = linalg_lu_factor_ex(A, pivot=pivot)
+    _first_zero_pivot("torch.linalg.lu_factor", info)
+    return LUFactorResult(LU, pivots)
+
+
+@composite("lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, "
+           "bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)", method=False)
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """``(P, L, U)`` with ``A = P L U`` from a compact LU (``torch.lu_unpack``); the parts not
+    asked for are empty tensors. Differentiable in ``LU_data``.
+
+    Shape: ``LU (*, m, n)`` -> ``P (*, m, m)``, ``L (*, m, k)``, ``U (*, k, n)``,
+    ``k = min(m, n)``.
+
+    Example:
+        >>> LU, piv = ember.linalg.lu_factor(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> ember.lu_unpack(LU, piv).P.tolist()
+        [[0.0, 1.0], [1.0, 0.0]]
+    """
+    lib = _lib()
+    if LU_pivots._dtype is not dt.int32:
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+                           "torch.int32 dtype.\nNote: this function is intended to be used "
+                           "with the output produced by torch.linalg.lu_factor")
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    if unpack_data:
+        L, U = _lu_factors(LU_data, k)
+    else:  # empty, but outputs of LU_data all the same (they require grad when it does)
+        L = U = LU_data.reshape(-1)[:0]
+    if not unpack_pivots:
+        return LUUnpackResult(lib.empty(0, dtype=LU_data.dtype, device=LU_data.device), L, U)
+    perm = _lu_pivots_to_permutation(LU_pivots, m)  # (*, m)
+    rows = lib.arange(m, device=LU_data.device)
+    P = lib.eq(perm.unsqueeze(-2), rows.unsqueeze(-1)).to(LU_data.dtype)  # P[i, j] = perm[j]==i
+    return LUUnpackResult(P, L, U)
+
+
+@composite("linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)",
+           method=False)
+def linalg_lu(A, *, pivot=True):
+    """``(P, L, U)`` with ``A = P L U`` (``torch.linalg.lu``): ``L`` unit lower triangular
+    ``(*, m, k)``, ``U`` upper ``(*, k, n)``, ``P`` a permutation matrix. Differentiable,
+    also at singular ``A`` (the factorisation exists; the gradient solves with ``U``).
+
+    Example:
+        >>> P, L, U = ember.linalg.lu(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> (P @ L @ U).tolist()
+        [[1.0, 2.0], [3.0, 4.0]]
+    """
+    LU, pivots, _ = linalg_lu_factor_ex(A, pivot=pivot)
+    return LUResult(*lu_unpack(LU, pivots))
+
+
+def _lu_solve_checks(LU, pivots, B, left: bool) -> None:
+    if LU.ndim < 2 or B.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensors must have at least 2 dimensions.")
+    if LU._shape[-1] != LU._shape[-2]:
+        raise RuntimeError(f"linalg.lu_solve: A must be batches of square matrices, but they "
+                           f"are {LU._shape[-2]} by {LU._shape[-1]} matrices")
+    n = LU._shape[-1]
+    if (B._shape[-2] if left else B._shape[-1]) != n:
+        side = "rows" if left else "columns"
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B._shape[-2]}x{B._shape[-1]}); B's {side} must equal {n}")
+    if LU._dtype is not B._dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but "
+                           f"found LU of type {_tn(LU)} and B of type {_tn(B)} instead")
+    if pivots._dtype is not dt.int32:
+        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type int32")
+
+
+@composite("linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, "
+           "bool adjoint=False) -> Tensor", method=False)
+def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    """Solve ``A X = B`` (``X A = B`` when not ``left``; ``A^T`` for ``adjoint``) given
+    ``A``'s compact LU (``torch.linalg.lu_solve``). Differentiable in ``LU`` and ``B``.
+
+    Shape: ``LU (*, n, n)``, ``B (*, n, k)`` (``(*, k, n)`` when not ``left``); batch dims
+    broadcast.
+
+    Example:
+        >>> A = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> LU, piv = ember.linalg.lu_factor(A)
+        >>> ember.linalg.lu_solve(LU, piv, ember.tensor([[5.0], [11.0]])).tolist()
+        [[1.0], [2.0]]
+    """
+    _lu_solve_checks(LU, pivots, B, left)
+    solve = _lib().linalg_solve_triangular
+    P, L, U = lu_unpack(LU, pivots)
+    if left and not adjoint:  # X = U^{-1} L^{-1} P^T B
+        X = solve(L, matmul(P.mT, B), upper=False, unitriangular=True)
+        return solve(U, X, upper=True)
+    if left:  # A^T X = B: X = P L^{-T} U^{-T} B
+        X = solve(U.mT, B, upper=False)
+        return matmul(P, solve(L.mT, X, upper=True, unitriangular=True))
+    if not adjoint:  # X A = B: X = B U^{-1} L^{-1} P^T
+        X = solve(U, B, upper=True, left=False)
+        return matmul(solve(L, X, upper=False, left=False, unitriangular=True), P.mT)
+    # X A^T = B: X = B P L^{-T} U^{-T}
+    X = solve(L.mT, matmul(B, P), upper=True, left=False, unitriangular=True)
+    return solve(U.mT, X, upper=False, left=False)
+
+
+@composite("lu(Tensor A, bool pivot=True, bool get_infos=False) -> Tensor[]", method="lu")
+def lu(A, pivot=True, get_infos=False):
+    """Deprecated ``torch.lu``: ``(LU, pivots)``, plus ``info`` with ``get_infos``; a singular
+    ``A`` is no error (as :func:`linalg_lu_factor_ex`).
+
+    Example:
+        >>> LU, pivots = ember.lu(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> pivots.tolist()
+        [2, 2]
+    """
+    LU, pivots, info = linalg_lu_factor_ex(A, pivot=pivot)
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+@composite("lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor",
+           method="lu_solve")
+def lu_solve(b, LU_data, LU_pivots):
+    """Deprecated ``torch.lu_solve(b, LU, pivots)``: :func:`linalg_lu_solve` ``(LU, pivots, b)``.
+
+    Example:
+        >>> LU, piv = ember.linalg.lu_factor(ember.tensor([[2.0, 0.0], [0.0, 4.0]]))
+        >>> ember.lu_solve(ember.tensor([[2.0], [4.0]]), LU, piv).tolist()
+        [[1.0], [1.0]]
+    """
+    return linalg_lu_solve(LU_data, LU_pivots, b)
+
+
+# -- Householder products applied to a matrix -------------------------------------------------
+@composite("ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, "
+           "bool transpose=False) -> Tensor", method="ormqr")
+def ormqr(input, tau, other, left=True, transpose=False):
+    """``Q C``, ``Q^T C``, ``C Q`` or ``C Q^T`` for the full ``m x m`` ``Q = H_1 ... H_k`` of
+    Householder reflectors stored as by :func:`geqrf` (``torch.ormqr``, LAPACK's ``ormqr``).
+    Differentiable in all three tensors.
+
+    Shape: ``input (*, m, k)``... reflectors in its columns, ``tau (*, k)``, ``other (*, m, p)``
+    (``(*, p, m)`` when not ``left``) -> as ``other``.
+
+    Example:
+        >>> a, tau = ember.geqrf(ember.tensor([[3.0, 1.0], [4.0, 2.0]]))
+        >>> R = ember.ormqr(a, tau, ember.tensor([[3.0, 1.0], [4.0, 2.0]]), transpose=True)
+        >>> round(R[1, 0].item(), 5)
+        0.0
+    """
+    _ormqr_checks(input, tau, other, left)
+    lib = _lib()
+    m = other.shape[-2] if left else other.shape[-1]
+    k = tau.shape[-1]
+    eye = lib.eye(m, input.shape[-1], dtype=input.dtype, device=input.device)
+    V = input.tril(-1) + eye  # (*, m, n) reflectors with unit diagonal
+    # Q C applies H_k first (innermost); Q^T C applies H_1 first; on the right, reversed.
+    order = range(k - 1, -1, -1) if left != transpose else range(k)
+    C = other
+    for i in order:
+        v = V[..., :, i:i + 1]  # (*, m, 1)
+        t = tau[..., i:i + 1].unsqueeze(-1)  # (*, 1, 1)
+        C = C - matmul(v * t, matmul(v.mT, C)) if left else C - matmul(matmul(C, v), v.mT * t)
+    return C
+
+
+def _ormqr_checks(input, tau, other, left: bool) -> None:
+    if input.ndim < 2 or other.ndim < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    m = other.shape[-2] if left else other.shape[-1]
+    if input.shape[-2] != m:
+        raise RuntimeError(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to "
+                           f"input.shape[-2]")
+    if tau.shape[-1] != min(m, input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to "
+                           f"min(other.shape[{-2 if left else -1}], input.shape[-1])")
+    if tau.shape[-1] > input.shape[-1]:
+        raise RuntimeError("torch.ormqr: tau.shape[-1] must be less than or equal to "
+                           "input.shape[-1]")
+    if tau.shape[-1] > m:
+        raise RuntimeError("torch.ormqr: input.shape[-2] must be greater than or equal to "
+                           "tau.shape[-1]")
+    for name, t in (("tau", tau), ("other", other)):
+        if t._dtype is not input._dtype:
+            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same "
+                               f"dtype, but input has dtype {input._dtype.name} and {name} "
+                               f"has dtype {t._dtype.name}")
+    if input._dtype not in (dt.float32, dt.float64):
+        raise _not_implemented("ormqr_cpu", input)
