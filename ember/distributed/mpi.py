@@ -40,8 +40,10 @@ class MpiProcessGroup(ProcessGroup):
         super().__init__(comm.Get_rank(), comm.Get_size(), ranks, timeout)
         self.comm = comm
         self.MPI = _mpi()
+        self._in_place = self.MPI.IN_PLACE
         self._types: dict = {}
         self._user_ops: dict = {}
+        self._specs: dict = {}
 
     @classmethod
     def world(cls, timeout: float) -> MpiProcessGroup:
@@ -61,16 +63,23 @@ class MpiProcessGroup(ProcessGroup):
     # ---- datatypes and operations ---------------------------------------------------------
     def _spec(self, arr: np.ndarray, op: ReduceOp | None = None):
         """``[bytes, count, MPI datatype]`` for ``arr`` and the MPI operation for ``op``."""
+        flat = arr.reshape(-1)
+        key = (flat.dtype, op)
+        hit = self._specs.get(key)
+        if hit is None:
+            hit = self._specs[key] = self._lookup(flat.dtype, flat.itemsize, op)
+        return [flat.view(np.uint8), flat.size, hit[0]], hit[1]
+
+    def _lookup(self, dtype: np.dtype, itemsize: int, op: ReduceOp | None) -> tuple:
         MPI = self.MPI
         native = {np.dtype(np.float32): MPI.FLOAT, np.dtype(np.float64): MPI.DOUBLE,
                   np.dtype(np.int8): MPI.INT8_T, np.dtype(np.int16): MPI.INT16_T,
                   np.dtype(np.int32): MPI.INT32_T, np.dtype(np.int64): MPI.INT64_T,
                   np.dtype(np.uint8): MPI.UINT8_T, np.dtype(np.bool_): MPI.C_BOOL}
-        flat = arr.reshape(-1)
-        mtype = native.get(flat.dtype)
+        mtype = native.get(dtype)
         mop = None
         if op is not None:
-            if flat.dtype == np.bool_:
+            if dtype == np.bool_:
                 mop = {ReduceOp.SUM: MPI.LOR, ReduceOp.MAX: MPI.LOR, ReduceOp.BOR: MPI.LOR,
                        ReduceOp.PRODUCT: MPI.LAND, ReduceOp.MIN: MPI.LAND,
                        ReduceOp.BAND: MPI.LAND, ReduceOp.BXOR: MPI.LXOR}[op]
@@ -79,10 +88,8 @@ class MpiProcessGroup(ProcessGroup):
                        ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
                        ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op]
             else:
-                mop = self._user_op(op, flat.dtype)
-        if mtype is None:
-            mtype = self._bytes_type(flat.itemsize)
-        return [flat.view(np.uint8), flat.size, mtype], mop
+                mop = self._user_op(op, dtype)
+        return (mtype if mtype is not None else self._bytes_type(itemsize)), mop
 
     def _bytes_type(self, itemsize: int):
         t = self._types.get(itemsize)
@@ -111,8 +118,9 @@ class MpiProcessGroup(ProcessGroup):
     # ---- collectives ----------------------------------------------------------------------
     def allreduce(self, arr: np.ndarray, op: ReduceOp) -> None:
         spec, mop = self._spec(arr, op)
-        self.comm.Allreduce(self.MPI.IN_PLACE, spec, mop)
-        self._avg(arr, op)
+        self.comm.Allreduce(self._in_place, spec, mop)
+        if op is ReduceOp.AVG:
+            self._avg(arr, op)
 
     def broadcast(self, arr: np.ndarray, root: int) -> None:
         self.comm.Bcast([arr.reshape(-1).view(np.uint8), self.MPI.BYTE], root)
