@@ -373,3 +373,19 @@ def test_random_programs_into_reductions(steps, red, rows, cols, transposed):
     c = _check(lambda a, b: _RED[red](_run_program(steps, a, b)[0]) * 2, x, y, rtol=tol,
                atol=tol)
     assert c.kernels <= 3
+
+
+@pytest.mark.parametrize("dtype", [ember.bfloat16, ember.float16])
+def test_half_precision_kernels_round_like_eager(dtype):
+    """Halves are stored in 16 bits and computed in float32, rounded at every graph node as
+    eager rounds every op: fused chains, softmax and reductions equal eager up to one ulp of the
+    half type (libm's and NumPy's transcendentals may round a float32 value differently)."""
+    ulp = 2.0 ** -7 if dtype is ember.bfloat16 else 2.0 ** -10
+    x = (ember.randn(6, 40) * 3).to(dtype)
+    c = _check(gelu_tanh, x, rtol=ulp, atol=ulp)
+    assert c.kernels == 1
+    assert _check(lambda a: F.softmax(a, -1), x, rtol=ulp, atol=ulp / 64).kernels == 1
+    c = _check(lambda a: (a.exp().sum(-1), a.amax(-1), a.mean(-1)), x, rtol=ulp, atol=ulp)
+    assert c.kernels == 1
+    _check(lambda a: ((a > 0).to(dtype) * a, a.float() * 2, (a.float() + 1).to(dtype)), x,
+           rtol=0, atol=0)
