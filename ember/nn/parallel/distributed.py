@@ -168,7 +168,7 @@ def compute_bucket_assignment_by_size(sizes_bytes, keys, limits, indices=None):
 
 class _Bucket:
     __slots__ = ("index", "members", "offsets", "tensor", "array", "views", "arrays", "pending",
-                 "work", "t_launch", "t_done", "nbytes")
+                 "work", "t_launch", "t_done", "nbytes", "copied")
 
     def __init__(self, index: int, members: list, params: list, comm: _Comm) -> None:
         self.index = index
@@ -191,6 +191,7 @@ class _Bucket:
             self.arrays.append(self.array[off:off + numel].reshape(p._shape))
         self.pending = len(members)
         self.work = None
+        self.copied = False
         self.t_launch = self.t_done = 0
 
 
@@ -240,6 +241,10 @@ class _Reducer:
         self.static_unused: list | None = None
         self.iteration = 0
         self.divisor = comm.world_size  # gradients are divided by it (join may lower it)
+        # a bucket's averaged gradients go back into the parameters' own .grad on the
+        # engine's thread as soon as its all-reduce ends (overlapping the rest of backward);
+        # not with bucket views (nothing to copy) nor when a use map decides what is copied
+        self.early_copy_back = not as_view and not find_unused and not static_graph
         self._node_handles: list = []
         self.handles = [p.register_post_accumulate_grad_hook(self._make_hook(i))
                         for i, p in enumerate(params)]
@@ -310,6 +315,7 @@ class _Reducer:
         for b in self.buckets:
             b.pending = len(b.members)
             b.work = None
+            b.copied = False
             b.t_launch = b.t_done = 0
         self.next_bucket = 0
         self.ready = [False] * len(self.params)
@@ -410,11 +416,27 @@ class _Reducer:
             future = getattr(b.work, "get_future", None)
             if future is not None:  # the timeline's end: when the engine finished it
 
-                def done(_, b=b):
+                early = self.early_copy_back
+
+                def done(fut, b=b):
                     b.t_done = recorder.now()
+                    if early:
+                        try:
+                            fut.wait()  # finished: returns at once, or raises its error
+                        except BaseException:  # noqa: BLE001 - the waiter in _finalize raises
+                            return
+                        self._copy_back(b)
                 future().then(done)
         else:
             b.t_done = b.t_launch
+
+    def _copy_back(self, b: _Bucket) -> None:
+        """Copy a reduced bucket into its parameters' own ``.grad`` (not bucket views)."""
+        for k, i in enumerate(b.members):
+            g = self.params[i]._grad
+            if g is not None and g is not b.views[k]:
+                np.copyto(numpy_view(g), b.arrays[k])
+        b.copied = True
 
     def _finalize(self) -> None:
         """The end-of-backward callback (NOTE [DDP backward] step 3)."""
@@ -447,6 +469,8 @@ class _Reducer:
             if i in globally_unused:
                 continue
             b, k = self.where[i]
+            if b.copied:
+                continue
             g = p._grad
             if self.as_view:
                 if g is not b.views[k]:
@@ -739,6 +763,7 @@ class DistributedDataParallel(Module):
         """Declare the graph static: the set of unused parameters is found once."""
         self.static_graph = True
         self.reducer.static_graph = True
+        self.reducer.early_copy_back = False
 
     def _get_ddp_logging_data(self) -> dict:
         """A few facts about this DDP (torch's logging data keys where they exist)."""
