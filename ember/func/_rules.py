@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 
+from ember.autograd.function import Function
 from ember.dispatch.dispatcher import Tag, get_op
 from ember.dispatch.keys import AliasKey
 from ember.func import _batched
@@ -408,6 +409,10 @@ def _matmul(op, info, args, kwargs):
             return wrap(mm(a, vb), 0, level)
         return wrap(mm(a, vb), 0, level)
     va, vb = front(a), front(b)
+    if rb == 2 and ra >= 1 and vb.stride(0) == 0:  # NOTE [A weight shared by the batch]
+        lhs = va.unsqueeze(-2) if ra == 1 else va
+        out = _SharedRight.apply(lhs, vb)
+        return wrap(out.squeeze(-2) if ra == 1 else out, 0, level)
     if ra == 1 and rb == 1:
         return wrap((va * vb).sum(-1), 0, level)
     if rb == 1:
@@ -419,6 +424,36 @@ def _matmul(op, info, args, kwargs):
     for _ in range(ra - rb):
         vb = vb.unsqueeze(1)
     return wrap(mm(va, vb), 0, level)
+
+
+# NOTE [A weight shared by the batch]
+# ``grad`` inside ``vmap`` gives every example its own copy of an unbatched parameter, as an
+# expanded view (batch stride 0; NOTE [Transforms over levels]). ``x @ W.T`` on it would be a
+# batched matmul over B copies of W and, backwards, batched products of strided operands,
+# which NumPy runs without BLAS. Since the copies are equal, the forward is one GEMM of the
+# whole batch against W; the backward gives the input one GEMM and the per-example copies
+# their own gradient ``x_b^T g_b`` (an outer product when each example is one row).
+class _SharedRight(Function):
+    @staticmethod
+    def forward(ctx, lhs, rhs):
+        ctx.save_for_backward(lhs, rhs)
+        return lhs @ rhs[0]
+
+    @staticmethod
+    def backward(ctx, g):
+        lhs, rhs = ctx.saved_tensors
+        grad_lhs = g @ rhs[0].transpose(-1, -2) if ctx.needs_input_grad[0] else None
+        grad_rhs = None
+        if ctx.needs_input_grad[1]:
+            lt = lhs.transpose(-1, -2)  # (B, ..., k, m)
+            if lhs.shape[-2] == 1:
+                prod = lt * g  # (B, ..., k, 1) * (B, ..., 1, n): an outer product each
+            else:
+                prod = lt.contiguous() @ g.contiguous()
+            while prod.dim() > 3:  # examples with leading dims of their own: sum them
+                prod = prod.sum(1)
+            grad_rhs = prod
+        return grad_lhs, grad_rhs
 
 
 def _mm_checked(op, info, args, kwargs):

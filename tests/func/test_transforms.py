@@ -268,3 +268,19 @@ def test_vmap_of_jacrev_and_of_jvp():
     vt = tf.vmap(tf.grad(lambda x: _g(torch, x).sum()))(torch.tensor(a))
     _close(ve, vt)
     _ = t
+
+
+@pytest.mark.parametrize("xshape", [(5, 4), (5, 3, 4), (5, 2, 3, 4)])
+def test_per_sample_gradient_of_a_shared_weight(xshape):
+    # NOTE [A weight shared by the batch]: one GEMM forward, per-example products backward
+    x, w = _arr(*xshape, seed=10), _arr(4, 6, seed=11)
+    ge = vmap(grad(lambda w_, x_: (x_ @ w_).tanh().sum()), in_dims=(None, 0))(
+        ember.tensor(w), ember.tensor(x))
+    gt = tf.vmap(tf.grad(lambda w_, x_: (x_ @ w_).tanh().sum()), in_dims=(None, 0))(
+        torch.tensor(w), torch.tensor(x))
+    _close(ge, gt)
+    he = vmap(jacrev(grad(lambda w_, x_: (x_ @ w_).tanh().sum()), argnums=1),
+              in_dims=(None, 0))(ember.tensor(w), ember.tensor(x))
+    ht = tf.vmap(tf.jacrev(tf.grad(lambda w_, x_: (x_ @ w_).tanh().sum()), argnums=1),
+                 in_dims=(None, 0))(torch.tensor(w), torch.tensor(x))
+    _close(he, ht)
