@@ -34,8 +34,11 @@ NOTE [DDP backward]
    callback on the engine and marks the unused parameters ready (their view zeroed).
 3. The final callback (end of backward) waits for every bucket's work, then writes the
    averaged gradients back: ``.grad`` becomes the bucket view (``gradient_as_bucket_view``) or
-   gets a copy of it. With ``find_unused_parameters`` the ranks all-reduce which parameters
-   each used; a parameter no rank used keeps its ``.grad`` untouched.
+   gets a copy of it. In the plain case (no bucket views, no use map) each bucket is copied
+   back by the engine's thread as soon as its all-reduce ends, overlapping the rest of
+   backward; the callback then waits for those copies too. With ``find_unused_parameters``
+   the ranks all-reduce which parameters each used; a parameter no rank used keeps its
+   ``.grad`` untouched.
 4. If some parameter never got a gradient and ``find_unused_parameters`` is off, its bucket
    never launches; the next ``forward`` raises torch's "Expected to have finished reduction"
    error listing the parameter indices.
@@ -168,7 +171,7 @@ def compute_bucket_assignment_by_size(sizes_bytes, keys, limits, indices=None):
 
 class _Bucket:
     __slots__ = ("index", "members", "offsets", "tensor", "array", "views", "arrays", "pending",
-                 "work", "t_launch", "t_done", "nbytes", "copied")
+                 "work", "t_launch", "t_done", "nbytes", "copied", "after")
 
     def __init__(self, index: int, members: list, params: list, comm: _Comm) -> None:
         self.index = index
@@ -190,7 +193,7 @@ class _Bucket:
             self.views.append(self.tensor[off:off + numel].view(p._shape))
             self.arrays.append(self.array[off:off + numel].reshape(p._shape))
         self.pending = len(members)
-        self.work = None
+        self.work = self.after = None
         self.copied = False
         self.t_launch = self.t_done = 0
 
@@ -314,7 +317,7 @@ class _Reducer:
         """Arm the reducer for the backward of ``outputs`` (NOTE [DDP backward] step 1)."""
         for b in self.buckets:
             b.pending = len(b.members)
-            b.work = None
+            b.work = b.after = None
             b.copied = False
             b.t_launch = b.t_done = 0
         self.next_bucket = 0
@@ -426,7 +429,7 @@ class _Reducer:
                         except BaseException:  # noqa: BLE001 - the waiter in _finalize raises
                             return
                         self._copy_back(b)
-                future().then(done)
+                b.after = future().then(done)  # finishes once ``done`` has returned
         else:
             b.t_done = b.t_launch
 
@@ -446,6 +449,8 @@ class _Reducer:
         for b in self.buckets:
             if b.work is not None:
                 b.work.wait()
+                if b.after is not None:  # the copy-back on the engine's thread is over
+                    b.after.wait()
                 if not b.t_done:
                     b.t_done = recorder.now()
             if b.t_launch:
