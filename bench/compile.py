@@ -11,6 +11,15 @@ the best-of-N timing loop. torch.compile needs a C++ compiler; where it fails th
 
     python bench/compile.py [--repeat 5] [--no-torch-compile]
     python bench/compile.py --c-gelu [--repeat 7]    # C backend: GELU-tanh chain, 4M float32
+    python bench/compile.py --train mlp|gpt [--repeat 5] [--no-torch-compile]
+
+``--train`` times training steps (forward, backward, optimizer step, zero_grad): the MLP
+784-512-512-10 batch 128 with SGD, or the char-GPT (4 layers, d 128, T 64, batch 16, dropout
+0 as ``make demo``) with AdamW; ember eager, ember compiled (forward + backward compiled as
+one training region, NumPy and C backends; the optimizer runs eagerly), torch eager and
+torch.compile of the model. Then ember's compile time of the step: a fresh process with an
+empty ``EMBER_CACHE_DIR`` (cold), and a second fresh process with the same directory (the C
+kernels come from the disk cache).
 """
 
 from __future__ import annotations
@@ -43,14 +52,15 @@ def chain(lib):
     return f
 
 
-def per_call(fn, args, number: int) -> float:
-    """Best of 3 loops of ``number`` calls, in microseconds per call."""
+def per_call(fn, args, number: int, clock=time.perf_counter) -> float:
+    """Best of 3 loops of ``number`` calls, in microseconds per call (``clock``: wall time, or
+    ``time.process_time`` for the CPU time of this process on a shared machine)."""
     best = float("inf")
     for _ in range(3):
-        t = time.perf_counter()
+        t = clock()
         for _ in range(number):
             fn(*args)
-        best = min(best, (time.perf_counter() - t) / number)
+        best = min(best, (clock() - t) / number)
     return best * 1e6
 
 
@@ -271,13 +281,173 @@ def run_c_gelu(repeat: int, use_torch_compile: bool) -> None:
     print("first calls (s): " + ", ".join(f"{k} {v:.3f}" for k, v in first.items()))
 
 
+# -- training steps ---------------------------------------------------------------------------
+MLP_SIZES = (784, 512, 512, 10)
+GPT_SIZES = dict(vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0)
+
+
+def _ember_task(which: str):
+    """(model, optimizer factory, loss function, batch) for ember."""
+    import ember.nn as nn
+    import ember.nn.functional as F
+
+    ember.manual_seed(0)
+    if which == "mlp":
+        a, b, c, d = MLP_SIZES
+        model = nn.Sequential(nn.Linear(a, b), nn.ReLU(), nn.Linear(b, c), nn.ReLU(),
+                              nn.Linear(c, d))
+        batch = (ember.randn(128, a), ember.randint(0, d, (128,)))
+
+        def loss_fn(x, y):
+            return F.cross_entropy(model(x), y)
+
+        def opt(params):
+            return ember.optim.SGD(params, lr=0.01)
+    else:
+        from ember.examples.gpt import GPT, GPTConfig
+
+        model = GPT(GPTConfig(**GPT_SIZES))
+        v, t = GPT_SIZES["vocab_size"], GPT_SIZES["block_size"]
+        batch = (ember.randint(0, v, (16, t)), ember.randint(0, v, (16, t)))
+
+        def loss_fn(x, y):
+            return model(x, y)[1]
+
+        def opt(params):
+            return ember.optim.AdamW(params, lr=1e-3)
+    model.train()
+    return model, opt, loss_fn, batch
+
+
+def _torch_task(which: str, model, torch):
+    import torch.nn.functional as tf
+
+    if which == "mlp":
+        tm = torch.nn.Sequential(*[torch.nn.Linear(a, b) for a, b in
+                                   zip(MLP_SIZES, MLP_SIZES[1:])])
+        layers = [m for m in tm]
+        tm = torch.nn.Sequential(layers[0], torch.nn.ReLU(), layers[1], torch.nn.ReLU(),
+                                 layers[2])
+        with torch.no_grad():
+            for p, q in zip(tm.parameters(), model.parameters()):
+                p.copy_(torch.from_numpy(q.detach().numpy().copy()))
+
+        def loss_fn(m, x, y):
+            return tf.cross_entropy(m(x), y)
+
+        def opt(params):
+            return torch.optim.SGD(params, lr=0.01)
+    else:
+        tm = _torch_gpt(model, torch)
+
+        def loss_fn(m, x, y):
+            logits = m(x)
+            return tf.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
+
+        def opt(params):
+            return torch.optim.AdamW(params, lr=1e-3)
+    tm.train()
+    return tm, opt, loss_fn
+
+
+def _step_fn(loss_fn, opt, batch):
+    def step():
+        loss = loss_fn(*batch)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+    return step
+
+
+def run_train(which: str, repeat: int, use_torch_compile: bool) -> None:
+    """Training steps, one thread each side, interleaved; medians of best-of-3 per repetition,
+    in CPU time (this machine is shared: wall time measures the other processes too)."""
+    import torch
+
+    torch.set_num_threads(1)
+    variants = {}
+    model, opt, loss_fn, batch = _ember_task(which)
+    variants["ember eager"] = _step_fn(loss_fn, opt(model.parameters()), batch)
+    for backend in ("numpy", "c"):
+        m, o, lf, b = _ember_task(which)
+        variants[f"ember compiled ({backend})"] = _step_fn(
+            ember.compile(lf, backend=backend), o(m.parameters()), b)
+    tbatch = tuple(torch.from_numpy(t.numpy().copy()) for t in batch)
+    tm, topt, tloss = _torch_task(which, model, torch)
+    variants["torch eager"] = _step_fn(lambda x, y: tloss(tm, x, y), topt(tm.parameters()),
+                                       tbatch)
+    if use_torch_compile:
+        tm2, topt2, tloss2 = _torch_task(which, model, torch)
+        ctm = torch.compile(tm2)
+        variants["torch.compile"] = _step_fn(lambda x, y: tloss2(ctm, x, y),
+                                             topt2(tm2.parameters()), tbatch)
+    first = {}
+    for name, fn in variants.items():
+        t0 = time.perf_counter()
+        fn()
+        fn()
+        first[name] = time.perf_counter() - t0
+    number = 5 if which == "mlp" else 2
+    times: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for name, fn in variants.items():
+            times.setdefault(name, []).append(per_call(fn, (), number, time.process_time) / 1e3)
+    print(f"CPU: {_cpu()}; Python {platform.python_version()}; torch {torch.__version__}; "
+          f"load average {os.getloadavg()[0]:.1f}; figures are CPU time of this process")
+    title = ("MLP 784-512-512-10 b128 SGD step" if which == "mlp" else
+             "char-GPT 4 layers d128 T64 b16 AdamW step")
+    print(f"| {title}, ms | " + " | ".join(times) + " |")
+    print("|---|" + "---:|" * len(times))
+    print("| median | " + " | ".join(f"{statistics.median(v):.2f}" for v in times.values()) +
+          " |")
+    print("| best | " + " | ".join(f"{min(v):.2f}" for v in times.values()) + " |")
+    print("first two steps (s): " + ", ".join(f"{k} {v:.2f}" for k, v in first.items()))
+    _compile_times(which)
+
+
+def _compile_times(which: str) -> None:
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        env = {**os.environ, "EMBER_CACHE_DIR": d}
+        for label in ("cold", "disk cache"):
+            out = subprocess.run([sys.executable, __file__, "--first-step", which], env=env,
+                                 capture_output=True, text=True, check=True).stdout
+            print(f"ember compile time of the {which} step (C backend, {label}): {out.strip()}")
+
+
+def first_step(which: str) -> None:
+    """Print the compile overhead of the first compiled step: its time minus a later step's."""
+    from ember.compiler import cc
+
+    model, opt, loss_fn, batch = _ember_task(which)
+    step = _step_fn(ember.compile(loss_fn, backend="c"), opt(model.parameters()), batch)
+    t0 = time.perf_counter()
+    step()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    step()
+    later = time.perf_counter() - t0
+    print(f"{first - later:.2f} s (first step {first:.2f} s, next {later:.3f} s; gcc runs "
+          f"{cc.stats['compiles']}, disk hits {cc.stats['disk_hits']})")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-torch-compile", action="store_true")
     ap.add_argument("--c-gelu", action="store_true", help="only the C backend GELU benchmark")
+    ap.add_argument("--train", choices=("mlp", "gpt"), help="a training-step benchmark")
+    ap.add_argument("--first-step", choices=("mlp", "gpt"), help=argparse.SUPPRESS)
     ns = ap.parse_args()
-    if ns.c_gelu:
+    if ns.first_step:
+        first_step(ns.first_step)
+    elif ns.train:
+        run_train(ns.train, ns.repeat, not ns.no_torch_compile)
+    elif ns.c_gelu:
         run_c_gelu(ns.repeat, not ns.no_torch_compile)
     else:
         run(ns.repeat, not ns.no_torch_compile)
