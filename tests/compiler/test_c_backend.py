@@ -389,3 +389,15 @@ def test_half_precision_kernels_round_like_eager(dtype):
     assert c.kernels == 1
     _check(lambda a: ((a > 0).to(dtype) * a, a.float() * 2, (a.float() + 1).to(dtype)), x,
            rtol=0, atol=0)
+
+
+def test_reductions_over_other_dims():
+    """Reductions over leading, middle, several or all dimensions read the input through a
+    view with the reduced dimensions last (a pointwise producer is realised first)."""
+    x, y = ember.randn(6, 5, 7), ember.randn(7, 6)
+    for f in (lambda a, b: a.sum(0), lambda a, b: a.mean((0, 1)), lambda a, b: a.amax(1),
+              lambda a, b: (a * 2).exp().sum(0, keepdim=True), lambda a, b: (a + 1).sum(),
+              lambda a, b: b.t().sum(0), lambda a, b: (a.relu() * 3).mean((0, 2)),
+              lambda a, b: ((a * 2).sum(0), (a * 2).amin(), a * 2),
+              lambda a, b: a.sum(dim=(0, 1), keepdim=True)):
+        assert _check(f, x, y, rtol=1e-5, atol=1e-5).kernels >= 1

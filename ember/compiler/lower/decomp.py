@@ -342,13 +342,67 @@ def _last_dim(x, dim) -> bool:
     return len(dims) == 1 and dims[0] % n == n - 1
 
 
+def _reduce_dims(x, dim) -> tuple:
+    n = x.val.ndim
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return tuple(range(n))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(sorted({d % n for d in dims}))
+
+
+def _reduce_other_dims(lw, node, b, d, x):
+    """A reduction over dimensions other than (only) the last: the input read through a view
+    that moves the reduced dimensions last and merges them (``sum(0)`` of ``[N, C]`` reads
+    ``[C, N]`` with strides); a pointwise producer is realised first."""
+    n = x.val.ndim
+    dims = _reduce_dims(x, b.get("dim"))
+    shape = tuple(x.val.shape)
+    if n == 0 or not dims or any(shape[i] == 0 for i in dims):
+        return None
+    src = lw.get(x)
+    if src.kind == "buffer":
+        base, lay = src, src.layout
+    elif src.kind == "view":
+        base, lay = src.base, src.layout
+    elif src.kind == "pw":
+        base, lay = src, Layout(src.shape, contiguous_strides(src.shape), 0)
+    else:
+        return None
+    kept = [i for i in range(n) if i not in dims]
+    perm = kept + list(dims)
+    play = Layout([lay.shape[i] for i in perm], [lay.strides[i] for i in perm], lay.offset)
+    rsize = math.prod(shape[i] for i in dims)
+    merged = reshape_layout(play, tuple(shape[i] for i in kept) + (rsize,))
+    if merged is None:
+        return None
+    keep = bool(b.get("keepdim"))
+    out_shape = tuple(node.val.shape)
+    kept_shape = tuple(shape[i] for i in kept)
+    if keep and out_shape != (1,) * len(dims) + kept_shape:
+        return None         # 1s between kept dimensions: not a right-aligned broadcast
+    view = lw.add(LNode("view", merged.shape, src.dtype, base=base, layout=merged))
+    if base.kind == "pw":
+        base.users.append(view)
+    name = node.target.name
+    post = op("div", d, Expr("acc", d), Expr("rowlen", d)) if name == "mean" else None
+    ln = lw.red("sum" if name == "mean" else name, cast(load(view), d), merged.shape, False,
+                post, node.val.dtype)
+    if keep:
+        return lw.pw(node, d, load(ln))
+    if ln.shape != out_shape:
+        raise NotLowerable
+    return ln
+
+
 @rule("sum", "mean", "amax", "amin")
 def _reduce(lw, node, b):
     d = _out_float(node)
     x = b["self"]
     if b.get("dtype") is not None or not isinstance(x, Node) or \
-            x.val.dtype is not node.val.dtype or not _last_dim(x, b.get("dim")):
+            x.val.dtype is not node.val.dtype:
         return None
+    if not _last_dim(x, b.get("dim")):
+        return _reduce_other_dims(lw, node, b, d, x)
     name = node.target.name
     shape = tuple(x.val.shape)
     post = None

@@ -97,12 +97,16 @@ def schedule(nodes: list[LNode], barriers: set[int]) -> list[Kernel]:
             for src in realized_reads(ln):
                 if src.kind in ("pw", "red") and src.kernel is not k:
                     src.stored = True
+                if src.kind == "view" and src.base.kind in ("pw", "red"):
+                    src.base.stored = True      # read through strides by a later kernel
     return kernels
 
 
 def _joinable(k: Kernel, ln: LNode) -> bool:
     rows = k.rows_shape
     for src in realized_reads(ln):
+        if src.kind == "view" and src.base.kind in ("pw", "red") and src.base.kernel is k:
+            return False        # a strided read of a value this kernel is still writing
         if src.kernel is not k:
             continue
         if src.kind == "red" and src.shape != rows:
