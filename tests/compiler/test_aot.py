@@ -307,3 +307,23 @@ def test_backward_recomputes_views_instead_of_saving_them():
     assert all(n.op == "placeholder" for n in saved)
     region.backward_fn()
     assert isinstance(region, aot.TrainingRegion)
+
+
+def test_training_with_varying_batch_sizes():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 8), nn.GELU(), nn.Linear(8, 3))
+
+    def f(x):
+        return F.log_softmax(m(x), -1).sum()
+
+    cf = ember.compile(f, backend="numpy")
+    for b in (3, 5, 7, 9):
+        x = ember.randn(b, 6)
+        loss = cf(x)
+        assert _region_node(loss) is not None
+        loss.backward()
+        got = [p.grad.clone() for p in m.parameters()]
+        m.zero_grad()
+        f(x).backward()
+        assert all(ember.equal(a, p.grad) for a, p in zip(got, m.parameters()))
+        m.zero_grad()
