@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import threading
 
 import numpy as np
 
@@ -89,6 +90,8 @@ class _CGen(npb._Gen):
         self.pending: list = []         # kernels emitted since the last other line
         self.groups: list[list] = []    # consecutive kernels: one foreign call each
         self.group_refs: list[list] = []  # per group, per kernel: where each input comes from
+        self.group_lines: list[tuple[int, list[str]]] = []  # per group: its line, its names
+        self.internal: list[set] = []    # per group: outputs no other line reads
 
     def prepare(self) -> bool:
         if not self.kernels:
@@ -97,7 +100,22 @@ class _CGen(npb._Gen):
         return True
 
     def finish(self) -> None:
-        """Append the group entry points (after :meth:`run` chose the groups)."""
+        """Append the group entry points (after :meth:`run` chose the groups) and find the
+        outputs only the group itself reads (they live in a reused workspace)."""
+        import re
+
+        used: dict[str, int] = {}
+        for line in self.lines:
+            for name in re.findall(r"\b_[ot]\d+_\d+\b", line):
+                used[name] = used.get(name, 0) + 1
+        for _pos, per_kernel in self.group_lines:
+            internal, base = set(), 0
+            for names in per_kernel:        # arrays, then their tensors
+                half = len(names) // 2
+                internal |= {base + i for i in range(half)
+                             if used.get(names[i], 0) == 1 and used.get(names[half + i], 0) == 1}
+                base += len(names)
+            self.internal.append(internal)
         parts = [self.c_source]
         for j, group in enumerate(self.groups):
             members, p, z = [], 0, 0
@@ -121,7 +139,8 @@ class _CGen(npb._Gen):
             cfn.restype = None
             self.globals[f"_g{j}"] = _group_call(
                 cfn, [(k, self.slots[k.index], self.sizes[k.index], refs)
-                      for k, refs in zip(group, self.group_refs[j], strict=True)])
+                      for k, refs in zip(group, self.group_refs[j], strict=True)],
+                self.internal[j])
 
     def emit(self, line: str) -> None:
         if self.pending:
@@ -150,6 +169,7 @@ class _CGen(npb._Gen):
         self.group_refs.append(refs)
         outs = [a for _k, _i, o in group for a in o]
         super().emit(f"{', '.join(outs)}, = _g{j}({', '.join(args)})")
+        self.group_lines.append((len(self.lines) - 1, [o for _k, _i, o in group]))
 
     def run(self) -> str:
         source = super().run()
@@ -202,33 +222,80 @@ def _large(ln) -> bool:
     return math.prod(ln.shape) * ln.dtype.itemsize >= _LARGE
 
 
-def _group_call(cfn, members):
+def _group_call(cfn, members, internal=frozenset()):
     """``call(*input_arrays) -> per kernel (*output_arrays, *output_tensors)``, running the
     group's kernels in one foreign call; a tensor is None for small outputs. NOTE [Large
     intermediates] in numpy_backend.py: fresh multi-megabyte arrays page-fault on every call,
     so large outputs are blocks of ember's allocator, kept alive by their tensor (the glue
-    holds it and returns it)."""
+    holds it and returns it).
+
+    ``internal``: positions (in the result) of outputs read only by later kernels of the group:
+    they live in a per-thread workspace allocated on the first call, where an intermediate
+    whose last reader has run lends its bytes to a later one (liveness-based reuse).
+    """
     plan = []           # per kernel: where its inputs come from, output specs
     nptr, all_sizes, numel = 0, [], 0
-    for k, slots, sizes, refs in members:
-        specs = [(tuple(s.ln.shape), np.dtype(s.ln.dtype.np), s.ln.dtype, _large(s.ln))
-                 for s in slots if s.is_out]
-        plan.append((refs, specs))
+    pos = 0
+    last_reader: dict[int, int] = {}
+    for kpos, (k, slots, sizes, refs) in enumerate(members):
+        specs = []
+        for s in slots:
+            if s.is_out:
+                specs.append([tuple(s.ln.shape), np.dtype(s.ln.dtype.np), s.ln.dtype,
+                              _large(s.ln), None])
+        for kind, i in refs:
+            if kind == "out":
+                last_reader[i] = kpos
+        plan.append((refs, specs, pos))
+        pos += 2 * len(specs)
         nptr += len(slots)
         all_sizes += sizes
         numel += math.prod(k.shape)
+    # workspace plan: greedy reuse of a dead intermediate's buffer of the same byte size
+    slots_ws: list[list] = []       # [nbytes, free after kernel position]
+    for kpos, (_refs, specs, base) in enumerate(plan):
+        for o, spec in enumerate(specs):
+            r = base + o
+            if r not in internal:
+                continue
+            nbytes = max(math.prod(spec[0]) * spec[1].itemsize, 1)
+            free_at = last_reader.get(r, kpos)
+            for w, (wb, busy) in enumerate(slots_ws):
+                if wb == nbytes and busy < kpos:
+                    slots_ws[w][1] = free_at
+                    spec[4] = w
+                    break
+            else:
+                spec[4] = len(slots_ws)
+                slots_ws.append([nbytes, free_at])
+    ws_local = threading.local()
     arr_t = ctypes.c_void_p * nptr
     sz = (ctypes.c_int64 * max(len(all_sizes), 1))(*all_sizes)
     sz_addr = ctypes.addressof(sz)
     empty = np.empty
 
+    def workspace():
+        """This thread's buffers, as the typed views each internal output uses."""
+        flats = [np.empty(nb, np.uint8) for nb, _f in slots_ws]
+        views = [[None if w is None else flats[w][:math.prod(shape) * npd.itemsize]
+                  .view(npd).reshape(shape) for shape, npd, _d, _lg, w in specs]
+                 for _refs, specs, _base in plan]
+        ws_local.views = views
+        return views
+
     def call(*ins):
         ptrs, ret = [], []
-        for refs, specs in plan:
+        views = getattr(ws_local, "views", None) if slots_ws else None
+        if slots_ws and views is None:
+            views = workspace()
+        for kpos, (refs, specs, _base) in enumerate(plan):
             ptrs += [_ptr(ins[i] if kind == "arg" else ret[i]) for kind, i in refs]
             outs, tens = [], []
-            for shape, npd, d, large in specs:
-                if large:
+            for o, (shape, npd, d, large, w) in enumerate(specs):
+                if w is not None:
+                    tens.append(None)
+                    outs.append(views[kpos][o])
+                elif large:
                     t = empty_tensor(shape, d)
                     tens.append(t)
                     outs.append(numpy_view(t))
@@ -243,6 +310,8 @@ def _group_call(cfn, members):
         return ret
 
     call.sizes = sz         # keeps the size array alive with the closure
+    call.internal_outputs = sum(spec[4] is not None for _r, specs, _b in plan for spec in specs)
+    call.workspace_buffers = len(slots_ws)
     return call
 
 
@@ -315,6 +384,9 @@ def c_backend(gm: GraphModule, example_inputs):
 
     run.kernels = len(gen.kernels)
     run.calls = len(gen.groups)
+    # (intermediates living in the workspace, buffers they share)
+    run.workspace = (sum(gen.globals[f"_g{j}"].internal_outputs for j in range(run.calls)),
+                     sum(gen.globals[f"_g{j}"].workspace_buffers for j in range(run.calls)))
     run.c_source = gen.c_source
     run.source = source
     run.fallbacks = gen.fallbacks
