@@ -181,8 +181,9 @@ def _nd_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str
 def _values(t) -> np.ndarray:
     from ember.tensor.tensor import numpy_view
     a = numpy_view(t)
-    if not isinstance(a, np.ndarray):  # a device array (CuPy): print a host copy
-        a = a.get()
+    get = getattr(a, "get", None)  # a device array (CuPy): print a host copy
+    if get is not None:
+        a = get()
     if t._dtype is dt.bfloat16 or t._dtype is dt.float16:
         a = a.astype(np.float32)
     return a

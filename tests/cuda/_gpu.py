@@ -18,6 +18,9 @@ REASON = None if AVAILABLE else \
     f"no CUDA device: {cupy_device.unavailable_reason() or 'no cuda backend registered'}"
 
 requires_cuda = pytest.mark.skipif(not AVAILABLE, reason=REASON or "")
+# the CuPy stand-in of tests/cuda/fake_cupy.py (CPU arrays): tests size their work down
+FAKE = AVAILABLE and getattr(__import__("sys").modules.get("cupy"), "__version__", "").endswith(
+    "fake")
 
 
 def to_cuda(x, memo=None):
@@ -47,3 +50,24 @@ def to_cpu(x):
     if isinstance(x, list | tuple):
         return type(x)(to_cpu(v) for v in x)
     return x
+
+
+class kernels_pending:  # noqa: N801  (a context manager, named like one)
+    """On the CuPy stand-in, turn a CPU kernel that still mixes host arrays into device
+    computations (``HostArrayMixed``) into an expected failure naming it; elsewhere, nothing.
+
+    The backend's glue is what the stand-in checks; which kernels are device-clean is the
+    kernels' own test (tests/dispatch/test_device_arrays.py).
+    """
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if FAKE and exc_type is not None and exc_type.__name__ == "HostArrayMixed":
+            import traceback
+            frames = [f for f in traceback.extract_tb(tb) if "/ember/backends/cpu/" in f.filename]
+            where = f"{frames[-1].filename.split('/ember/')[-1]}:{frames[-1].lineno}" \
+                if frames else "?"
+            pytest.xfail(f"a CPU kernel mixes host arrays into device ones ({where}): {exc}")
+        return False

@@ -7,14 +7,14 @@ set -u
 OUT=${OUT:-/tmp/ember-device-out}
 mkdir -p "$OUT"
 export PYTHONPATH=. PYTHONUNBUFFERED=1
-T1=${1:-90}; T2=${2:-110}; T3=${3:-120}
+T1=${1:-80}; T2=${2:-100}; T3=${3:-110}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee "$OUT/device.txt"
 python3 -c "import sys, cupy, numpy, torch; print(sys.version.split()[0], 'cupy', cupy.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)" 2>&1 | tee -a "$OUT/device.txt"
 lscpu | grep 'Model name' | tee -a "$OUT/device.txt"
 echo "== GPU tests"
 EMBER_FAILURE_LOG="$OUT/failures.txt" timeout "$T1" python3 -m pytest -q -p no:cacheprovider \
     tests/cuda/test_cuda_device.py tests/cuda/test_allocator_streams.py -rfs --tb=short \
-    -o faulthandler_timeout=60 2>&1 | tee "$OUT/tests.txt" | tail -60
+    --timeout=45 2>&1 | tee "$OUT/tests.txt" | tail -60
 echo "== op table on cuda"
 EMBER_FAILURE_LOG="$OUT/optable_failures.txt" timeout "$T2" python3 -m pytest -q \
     -p no:cacheprovider tests/cuda/test_op_table_cuda.py -n 12 --tb=no -q 2>&1 \

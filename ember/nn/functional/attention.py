@@ -98,7 +98,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     # (..., L, E) @ (..., E, S); scaling q is cheaper than scaling the scores when E < S
     scores = matmul(query * scale, key.transpose(-2, -1))
     if is_causal:  # top-left aligned: every row keeps key 0, so no row is fully masked
-        attn_mask = ones(query.shape[-2], key.shape[-2], dtype=dt.bool_).tril()
+        attn_mask = ones(query.shape[-2], key.shape[-2], dtype=dt.bool_,
+                         device=query.device).tril()
     if attn_mask is not None:
         if attn_mask.dtype == dt.bool_:
             scores = where(attn_mask, scores, _NEG_INF)
