@@ -39,6 +39,7 @@ from ember.ops.linalg_composites import linalg_vecdot as vecdot
 from ember.ops.linalg_factor import linalg_lu as lu
 from ember.ops.linalg_factor import linalg_lu_factor as lu_factor
 from ember.ops.linalg_factor import linalg_lu_factor_ex as lu_factor_ex
+from ember.ops.linalg_factor import linalg_lstsq as lstsq
 from ember.ops.linalg_factor import linalg_lu_solve as lu_solve
 
 # vector_norm and matrix_norm are left out of __all__: a star-import must not depend on them.
@@ -46,7 +47,8 @@ __all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul"
            "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
            "cross", "diagonal", "multi_dot", "norm", "tensorinv", "tensorsolve", "vander",
            "vecdot", "cholesky_ex", "inv_ex", "matrix_exp", "solve_ex", "solve_triangular",
-           "cond", "householder_product", "lu", "lu_factor", "lu_factor_ex", "lu_solve"]
+           "cond", "householder_product", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "lstsq"]
 
 # name here -> name in ember.ops.reduction (defined by the reduction family)
 _LAZY = {"vector_norm": "linalg_vector_norm", "matrix_norm": "linalg_matrix_norm"}

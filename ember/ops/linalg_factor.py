@@ -411,3 +411,74 @@ def _ormqr_checks(input, tau, other, left: bool) -> None:
                                f"has dtype {t._dtype.name}")
     if input._dtype not in (dt.float32, dt.float64):
         raise _not_implemented("ormqr_cpu", input)
+
+
+# -- least squares -------------------------------------------------------------------------
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def _lstsq_checks(A, B, driver) -> None:
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
+    if A._dtype is not B._dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {_tn(A)} and other's dtype {_tn(B)}")
+    if A._dtype not in (dt.float32, dt.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of "
+                           "(gels, gelsy, gelsd, gelss)")
+
+
+@composite("linalg_lstsq(Tensor A, Tensor B, float? rcond=None, *, str? driver=None) -> "
+           "(Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)",
+           method=False)
+def linalg_lstsq(A, B, rcond=None, *, driver=None):
+    """Least-squares solution of ``A X = B`` (``torch.linalg.lstsq``), minimum-norm when
+    ``A`` is rank deficient: singular values at or below ``rcond * S.max()`` (default
+    ``eps * max(m, n)``) count as zero.
+
+    What the CPU drivers return, as torch: ``residuals`` (squared residual norms per column)
+    when ``m > n`` for ``gels``, ``gelsd`` and ``gelss`` (only at full rank for the latter
+    two), else empty; ``rank`` for all but ``gels``; ``singular_values`` for ``gelsd`` and
+    ``gelss`` (not differentiable). ``solution`` and ``residuals`` are differentiable (the
+    solution's gradient is that of ``pinv(A) @ B``).
+
+    Shape: ``A (*, m, n)``, ``B (*, m, k)`` or ``(*, m)`` -> ``solution (*, n, k)`` or
+    ``(*, n)``; batch dims broadcast.
+
+    Example:
+        >>> A = ember.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> ember.linalg.lstsq(A, ember.tensor([[1.0], [1.0], [2.0]])).solution.tolist()
+        [[1.0], [1.0]]
+    """
+    driver = "gelsy" if driver is None else driver
+    _lstsq_checks(A, B, driver)
+    lib = _lib()
+    vector = B.ndim == A.ndim - 1
+    B2 = B.unsqueeze(-1) if vector else B
+    m, n = A._shape[-2:]
+    if B2._shape[-2] != m:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    given = rcond is not None and rcond >= 0
+    if not given:
+        rcond = dt.finfo(A._dtype).eps * max(m, n)
+    X = matmul(lib.linalg_pinv(A, rtol=rcond), B2)  # (*, n, k)
+    if given:  # torch differentiates pinv(A) @ B with pinv's default cut, whatever rcond is
+        Y = matmul(lib.linalg_pinv(A), B2)
+        X = X.detach() + (Y - Y.detach())
+    empty = lib.empty(0, dtype=A._dtype, device=A._device)
+    rank = lib.linalg_matrix_rank(A, rtol=rcond) if driver != "gels" else \
+        lib.empty(0, dtype=dt.int64, device=A._device)
+    full = driver == "gels" or (rank.numel() > 0 and bool((rank == n).all()))
+    if m > n and driver != "gelsy" and full:
+        residuals = ((matmul(A, X) - B2) ** 2).sum(-2)
+        if n == 0 and driver == "gels":  # gels leaves them at zero; torch's gradient remains
+            residuals = residuals - residuals.detach()
+    else:  # empty, yet an output of A and B (it requires grad when they do, as torch's)
+        residuals = A.reshape(-1)[:0] + B2.reshape(-1)[:0]
+    singular_values = lib.linalg_svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
+    return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, singular_values)
+

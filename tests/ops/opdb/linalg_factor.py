@@ -98,6 +98,33 @@ def _ormqr_samples(dtype):
                                       f"{lay}{list(shape)}-{left}-{transpose}")
 
 
+LSTSQ_CASES = [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((4, 4), (4, 1)), ((2, 5, 3), (2, 5, 2)),
+               ((2, 5, 3), (5, 2)), ((5, 3), (5,))]
+
+
+def _lstsq_empty_samples(dtype):
+    yield from _lstsq_samples(dtype, [((0, 3), (0, 2)), ((3, 0), (3, 2))], extra=False)
+
+
+def _lstsq_samples(dtype, cases=LSTSQ_CASES, extra=True):
+    for (sa, sb) in cases:
+        a, b = _general(sa), _general(sb)
+        for lay in ("contiguous", "permuted", "strided"):
+            for driver in (None, "gels", "gelsd", "gelss"):
+                kw = {} if driver is None else {"driver": driver}
+                yield SampleInput((from_np(a, dtype, lay), from_np(b, dtype, "strided")), kw,
+                                  f"{lay}{list(sa)}{list(sb)}-{driver}")
+    if not extra:
+        return
+    deficient = _general((5, 3))
+    deficient[:, 2] = deficient[:, 1]
+    for driver in ("gelsy", "gelsd"):
+        yield SampleInput((from_np(deficient, dtype), from_np(_general((5, 2)), dtype)),
+                          {"driver": driver}, f"rank-deficient-{driver}")
+    yield SampleInput((from_np(_general((5, 3)), dtype), from_np(_general((5, 2)), dtype), 0.5),
+                      {"driver": "gelsd"}, "rcond")
+
+
 def _errors():
     e = lambda args, kw, err, match=None: ErrorInput(SampleInput(args, kw), err, match)  # noqa
     yield e((ember.zeros(3),), {}, RuntimeError, "Expected tensor with 2 or more dimensions")
@@ -107,6 +134,16 @@ def _errors():
     yield e((ember.eye(2),), {"pivot": False}, RuntimeError, "without pivoting")
     yield e((ember.zeros(2, 2),), {"check_errors": True}, RuntimeError,
             r"U\[1,1\] is zero")
+
+
+def _lstsq_errors():
+    e = lambda args, kw, match: ErrorInput(SampleInput(args, kw), RuntimeError, match)  # noqa
+    a, b = ember.ones(5, 3), ember.ones(5, 2)
+    yield e((a, b), {"driver": "foo"}, "should be one of")
+    yield e((a, b.double()), {}, "same dtype")
+    yield e((a.long(), b.long()), {}, "float and double")
+    yield e((ember.ones(3), ember.ones(3)), {}, "at least 2 dimensions")
+    yield e((a, ember.ones(4, 2)), {}, r"input.size\(-2\) should match")
 
 
 def _lu_factor_errors():
@@ -150,6 +187,13 @@ OPS = [
            lambda lib, a, tau: lib.linalg.householder_product(a, tau), _householder_samples,
            dtypes=F2, tol=TOL),
     OpInfo("ormqr", lambda lib, *a: lib.ormqr(*a), _ormqr_samples, dtypes=F2, tol=TOL),
+    # meta=False: which residuals exist depends on the computed rank (data)
+    OpInfo("linalg.lstsq", lambda lib, *a, **k: tuple(lib.linalg.lstsq(*a, **k)),
+           _lstsq_samples, dtypes=F2, tol=TOL, meta=False),
+    OpInfo("linalg.lstsq_empty", lambda lib, *a, **k: tuple(lib.linalg.lstsq(*a, **k)),
+           _lstsq_empty_samples, dtypes=F2, tol=TOL, meta=False),
+    OpInfo("linalg.lstsq_errors", lambda lib, *a, **k: lib.linalg.lstsq(*a, **k), lambda d: [],
+           dtypes=(), errors=_lstsq_errors),
     OpInfo("linalg.lu_factor_ex_errors", lambda lib, a, **k: lib.linalg.lu_factor_ex(a, **k),
            lambda d: [], dtypes=(), errors=_errors),
     OpInfo("linalg.lu_factor_errors", lambda lib, a: lib.linalg.lu_factor(a), lambda d: [],
@@ -161,3 +205,6 @@ OPS = [
 # torch's backward through the empty L/U of unpack_data=False fails inside triu ("input tensor
 # must have at least 2 dimensions"); ember's gives the zero gradient: values only.
 OPS[[i.name for i in OPS].index("lu_unpack_flags")].grad = False
+# With n == 0, gels reports zero residuals while torch's gradient is that of |B|^2: finite
+# differences of the zeros cannot agree, so the empty samples are compared with torch only.
+OPS[[i.name for i in OPS].index("linalg.lstsq_empty")].gradcheck = False
