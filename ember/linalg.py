@@ -36,10 +36,10 @@ from ember.ops.linalg_composites import linalg_tensorinv as tensorinv
 from ember.ops.linalg_composites import linalg_tensorsolve as tensorsolve
 from ember.ops.linalg_composites import linalg_vander as vander
 from ember.ops.linalg_composites import linalg_vecdot as vecdot
+from ember.ops.linalg_factor import linalg_lstsq as lstsq
 from ember.ops.linalg_factor import linalg_lu as lu
 from ember.ops.linalg_factor import linalg_lu_factor as lu_factor
 from ember.ops.linalg_factor import linalg_lu_factor_ex as lu_factor_ex
-from ember.ops.linalg_factor import linalg_lstsq as lstsq
 from ember.ops.linalg_factor import linalg_lu_solve as lu_solve
 
 # vector_norm and matrix_norm are left out of __all__: a star-import must not depend on them.
