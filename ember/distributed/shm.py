@@ -16,9 +16,11 @@ is after every peer has passed a later epoch and therefore finished reading it: 
 synchronisation per step, no per-reader acknowledgements. ``all_reduce`` is a reduce-scatter
 step (rank r reduces chunk r of every rank's data, in rank order, into its other half) and an
 all-gather step (every rank copies chunk j from rank j); messages larger than a slot are cut
-into slot-sized pieces. Descriptors are compared after each step: ranks that called different
-collectives, or the same one with different sizes, fail with a message naming both sides.
-The stores of data then flag rely on x86's store ordering (TSO).
+into slot-sized pieces, and messages under 64 KiB take one step in which every rank reduces
+every rank's copy itself (in rank order, so all ranks get the same bits). Descriptors are
+compared after each step: ranks that called different collectives, or the same one with
+different sizes, fail with a message naming both sides. The stores of data then flag rely on
+x86's store ordering (TSO).
 
 NOTE [Waiting for peers]
 A waiting rank spins briefly, then yields the CPU, then sleeps in short naps (a 2-core machine
@@ -54,6 +56,7 @@ _OPS = ["barrier", "all_reduce", "all_reduce(gather)", "broadcast", "reduce", "a
         "gather", "scatter", "reduce_scatter", "all_to_all(sizes)", "all_to_all", "objects"]
 _OP = {name: i + 1 for i, name in enumerate(_OPS)}
 _ALIGN = 64
+_SMALL = 64 << 10  # all_reduce below this: one step, each rank reduces every rank's copy
 
 
 def _mib_env(name: str, default: int) -> int:
@@ -340,9 +343,16 @@ class ShmProcessGroup(ProcessGroup):
     def allreduce(self, arr: np.ndarray, op: ReduceOp) -> None:
         flat = arr.reshape(-1)
         item, dtype = flat.itemsize, flat.dtype
+        me, n = self._rank, self._size
+        nb = flat.nbytes
+        if nb <= min(_SMALL, self.slot_bytes):  # one step: every rank reduces everything
+            h = self._half
+            np.copyto(self._slot[me][h][:nb].view(dtype), flat)
+            self._commit("all_reduce", nb)
+            reduce_into(flat, [self._slot[j][h][:nb].view(dtype) for j in range(n)], op, n)
+            return
         zero = self._heap_offset(flat)
         step = self.slot_bytes // item
-        me, n = self._rank, self._size
         for start in range(0, flat.size, step):
             seg = flat[start:start + step]
             m = seg.size

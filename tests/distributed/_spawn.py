@@ -38,7 +38,7 @@ def _env(extra: dict | None) -> dict:
     return env
 
 
-def ranks(n: int, args: list[str], env: dict | None = None, timeout: float = 90,
+def ranks(n: int, args: list[str], env: dict | None = None, timeout: float = 180,
           per_rank: dict | None = None, wait_for: int | None = None) -> list[tuple[int, str]]:
     """Run ``_cases.py args`` as ``n`` ranks (env:// rendezvous); [(exit code, output)].
     With ``wait_for``, only the first ``wait_for`` ranks are waited for; the others are
@@ -55,7 +55,7 @@ def ranks(n: int, args: list[str], env: dict | None = None, timeout: float = 90,
 
 
 def mpi_ranks(n: int, args: list[str], env: dict | None = None,
-              timeout: float = 90) -> list[tuple[int, str]]:
+              timeout: float = 180) -> list[tuple[int, str]]:
     """Run ``_cases.py args`` under ``mpiexec -n n`` with the mpi engine; [(code, output)]."""
     e = _env(env) | {"CASE_BACKEND": "mpi"}
     p = subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, CASES, *args], cwd=ROOT, env=e,
