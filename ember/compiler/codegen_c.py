@@ -21,7 +21,7 @@ from ember.core import dtype as dt
 
 __all__ = ["generate_c", "group_entry", "ctype", "Slot", "PRELUDE"]
 
-CODEGEN_VERSION = 3
+CODEGEN_VERSION = 4
 # elements: kernels this large get an OpenMP parallel loop (compiler-design.md 7.4: on a small
 # shared machine threads hurt below ~1M elements)
 PAR_THRESHOLD = 1 << 20
@@ -373,18 +373,24 @@ class _KernelGen:
             if m.rkind == "sum":
                 init, upd, pragma = "0.0", f"acc += {v};", "#pragma omp simd reduction(+:acc)"
             else:
+                # a vectorisable max/min plus a NaN flag: amax/amin propagate NaN (as eager)
                 init = "-INFINITY" if m.rkind == "amax" else "INFINITY"
                 cmpop = ">" if m.rkind == "amax" else "<"
-                upd = f"acc = ({v} != {v} || {v} {cmpop} acc) ? {v} : acc;"
-                pragma = ""
+                upd = f"acc = {v} {cmpop} acc ? {v} : acc; nan |= ({v} != {v});"
+                pragma = (f"#pragma omp simd reduction({'max' if m.rkind == 'amax' else 'min'}"
+                          ":acc) reduction(|:nan)")
             out.append(f"        {ct} r{m.index};")
             out.append("        {")
             out.append(f"            {accd} acc = {init};")
+            if m.rkind != "sum":
+                out.append("            int nan = 0;")
             if pragma:
                 out.append(f"            {pragma}")
             out.append(f"            for (int64_t j = 0; j < {self.num('L', self.L)}; j++) {{")
             out += ["                " + s for s in stmts] + [f"                {upd}",
                                                               "            }"]
+            if m.rkind != "sum":
+                out.append("            if (nan) acc = NAN;")
             if m.scale is not None:
                 post: list[str] = []
                 pv = self.expr(m.scale, {}, post, acc="acc")

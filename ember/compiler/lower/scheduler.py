@@ -68,8 +68,8 @@ def schedule(nodes: list[LNode], barriers: set[int]) -> list[Kernel]:
         inline = not ln.external and ln.users and all(
             u.kind in ("pw", "red") and u.iter_shape == ln.shape and u.segment == ln.segment
             for u in ln.users)
-        if inline and len(ln.users) > 1 and ln.expr.count() > _CHEAP:
-            inline = False
+        if inline and len(ln.users) > 1 and _cost(ln) > _CHEAP:
+            inline = False      # computed once and stored beats recomputing it per reader
         ln.realized = not inline
     kernels: list[Kernel] = []
     cur: Kernel | None = None
@@ -100,6 +100,33 @@ def schedule(nodes: list[LNode], barriers: set[int]) -> list[Kernel]:
                 if src.kind == "view" and src.base.kind in ("pw", "red"):
                     src.base.stored = True      # read through strides by a later kernel
     return kernels
+
+
+_COSTLY = {"exp", "log", "tanh", "sigmoid", "sin", "cos", "erf", "log1p", "expm1", "pow",
+           "atan2", "sqrt", "rsqrt", "div", "reciprocal", "exp2", "log2"}
+
+
+def _cost(ln: LNode) -> int:
+    """Operations to recompute ``ln`` (through the producers inlined into it; a
+    transcendental function or a division counts as several)."""
+    total, seen = 0, set()
+
+    def walk(e):
+        nonlocal total
+        if e.kind == "op":
+            total += 8 if e.value in _COSTLY else 1
+        elif e.kind == "cast":
+            total += 1
+        elif e.kind == "load":
+            src = e.value
+            if src.kind == "pw" and not src.realized and id(src) not in seen:
+                seen.add(id(src))
+                walk(src.expr)
+        for a in e.args:
+            walk(a)
+
+    walk(ln.expr)
+    return total
 
 
 def _joinable(k: Kernel, ln: LNode) -> bool:
