@@ -297,6 +297,15 @@ class _Device:
         pass
 
 
+def _plain(x):
+    """Device arrays (in sequences too) as plain ones: creators take them, as CuPy's do."""
+    if isinstance(x, FakeCupyArray):
+        return x.view(np.ndarray)
+    if isinstance(x, list | tuple):
+        return type(x)(_plain(v) for v in x)
+    return x
+
+
 # functions that make arrays from nothing or from host data: device arrays out
 _CREATORS = {"empty", "zeros", "ones", "full", "arange", "array", "asarray",
              "ascontiguousarray", "eye", "tri", "identity", "linspace", "empty_like",
@@ -312,12 +321,11 @@ class _FakeCupy(types.ModuleType):
             return fn
 
         def create(*args, **kwargs):
-            args = tuple(a.view(np.ndarray) if isinstance(a, FakeCupyArray) else a
-                         for a in args)
+            args = _plain(args)
             out = fn(*args, **kwargs)
             if isinstance(out, np.ndarray) and out.dtype.name == "bfloat16":
                 raise ValueError("Unsupported dtype bfloat16")
-            return _dev(np.array(out) if not isinstance(out, np.ndarray) else out)
+            return _dev(out if isinstance(out, np.ndarray | tuple | list) else np.array(out))
         return create
 
     @staticmethod
