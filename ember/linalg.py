@@ -36,6 +36,9 @@ from ember.ops.linalg_composites import linalg_tensorinv as tensorinv
 from ember.ops.linalg_composites import linalg_tensorsolve as tensorsolve
 from ember.ops.linalg_composites import linalg_vander as vander
 from ember.ops.linalg_composites import linalg_vecdot as vecdot
+from ember.ops.linalg_factor import linalg_ldl_factor as ldl_factor
+from ember.ops.linalg_factor import linalg_ldl_factor_ex as ldl_factor_ex
+from ember.ops.linalg_factor import linalg_ldl_solve as ldl_solve
 from ember.ops.linalg_factor import linalg_lstsq as lstsq
 from ember.ops.linalg_factor import linalg_lu as lu
 from ember.ops.linalg_factor import linalg_lu_factor as lu_factor
@@ -48,7 +51,7 @@ __all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul"
            "cross", "diagonal", "multi_dot", "norm", "tensorinv", "tensorsolve", "vander",
            "vecdot", "cholesky_ex", "inv_ex", "matrix_exp", "solve_ex", "solve_triangular",
            "cond", "householder_product", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
-           "lstsq"]
+           "lstsq", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 # name here -> name in ember.ops.reduction (defined by the reduction family)
 _LAZY = {"vector_norm": "linalg_vector_norm", "matrix_norm": "linalg_matrix_norm"}

@@ -482,3 +482,90 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
     singular_values = lib.linalg_svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
     return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, singular_values)
 
+
+
+# -- LDL (Bunch-Kaufman) -------------------------------------------------------------------
+LDLFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+LDLFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+
+
+def _ldl_checks(name: str, A) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"torch.linalg.{name}: The input tensor A must have at least 2 "
+                           f"dimensions.")
+    if A._shape[-1] != A._shape[-2]:
+        raise RuntimeError(f"torch.linalg.{name}: A must be batches of square matrices, but "
+                           f"they are {A._shape[-2]} by {A._shape[-1]} matrices")
+    if A._dtype not in (dt.float32, dt.float64):
+        raise _not_implemented("ldl_factor_cpu", A)
+
+
+@operator("linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) "
+          "-> (Tensor LD, Tensor pivots, Tensor info)", method=False)
+def linalg_ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    """``A = P L D L^T P^T`` of a symmetric matrix by Bunch-Kaufman pivoting
+    (``torch.linalg.ldl_factor_ex``, LAPACK's ``sytrf`` with the lower triangle): ``LD``
+    holds ``L`` below the diagonal and the 1x1/2x2 blocks of ``D``; ``pivots`` are LAPACK's
+    (1-based; a negative pair marks a 2x2 block); ``info`` the first zero pivot (1-based).
+    Only the lower triangle of ``A`` is read. Not differentiable (as in torch).
+
+    Shape: ``(*, n, n)`` -> ``LD (*, n, n)``, ``pivots (*, n)`` int32, ``info (*)`` int32.
+
+    Example:
+        >>> LD, pivots, info = ember.linalg.ldl_factor_ex(ember.tensor([[4.0, 2.0], [2.0, 3.0]]))
+        >>> LD.tolist(), pivots.tolist()
+        ([[4.0, 0.0], [0.5, 2.0]], [1, 2])
+    """
+    _ldl_checks("ldl_factor_ex", A)
+    return (Spec(A._shape, A._dtype), Spec(A._shape[:-1], dt.int32),
+            Spec(A._shape[:-2], dt.int32))
+
+
+@composite("linalg_ldl_factor(Tensor self, *, bool hermitian=False) -> "
+           "(Tensor LD, Tensor pivots)", method=False)
+def linalg_ldl_factor(A, *, hermitian=False):
+    """``(LD, pivots)`` of :func:`linalg_ldl_factor_ex`, raising where it reports an error
+    (``torch.linalg.ldl_factor``).
+
+    Example:
+        >>> ember.linalg.ldl_factor(ember.tensor([[4.0, 2.0], [2.0, 3.0]])).pivots.tolist()
+        [1, 2]
+    """
+    LD, pivots, info = linalg_ldl_factor_ex(A, hermitian=hermitian)
+    if info.device.type != "meta" and info.numel() and int(info.max().item()) > 0:
+        raise RuntimeError("torch.linalg.ldl_factor: The factorization could not be "
+                           "completed because the input is not invertible.")
+    return LDLFactorResult(LD, pivots)
+
+
+@operator("linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> "
+          "Tensor", method=False)
+def linalg_ldl_solve(LD, pivots, B, *, hermitian=False):
+    """Solve ``A X = B`` from ``A``'s LDL factorisation (``torch.linalg.ldl_solve``, LAPACK's
+    ``sytrs``). Not differentiable (as in torch).
+
+    Shape: ``LD (*, n, n)``, ``B (*, n, k)`` -> ``(*, n, k)``; batch dims broadcast.
+
+    Example:
+        >>> A = ember.tensor([[4.0, 2.0], [2.0, 3.0]])
+        >>> LD, piv = ember.linalg.ldl_factor(A)
+        >>> ember.linalg.ldl_solve(LD, piv, ember.tensor([[6.0], [5.0]])).tolist()
+        [[1.0], [1.0]]
+    """
+    from ember.core.layout import broadcast_shapes
+    if LD.ndim < 2 or B.ndim < 2:
+        raise RuntimeError("torch.linalg.ldl_solve: LD and B must have at least 2 dimensions")
+    n = LD._shape[-1]
+    if LD._shape[-2] != n:
+        raise RuntimeError("torch.linalg.ldl_solve: LD must be batches of square matrices")
+    if B._shape[-2] != n:
+        raise RuntimeError(f"torch.linalg.ldl_solve: Incompatible shapes of LD and B: "
+                           f"{n}x{n} and {B._shape[-2]}x{B._shape[-1]}")
+    if LD._dtype is not B._dtype:
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected LD and B to have the same dtype, "
+                           f"but got {_tn(LD)} and {_tn(B)}")
+    if pivots._dtype is not dt.int32:
+        raise RuntimeError("torch.linalg.ldl_solve: Expected pivots to be integers. Got "
+                           f"{_tn(pivots)}")
+    batch = broadcast_shapes(LD._shape[:-2], B._shape[:-2])
+    return Spec(tuple(batch) + B._shape[-2:], B._dtype)

@@ -111,3 +111,139 @@ def _linalg_triangular_solve(A, B, upper, left, unitriangular):
                                     unitriangular, xp), -1, -2)
     arr(out)[...] = x
     return out
+
+
+# -- LDL: LAPACK's sytf2 / sytrs with the lower triangle, one matrix at a time -----------------
+_BK_ALPHA = (1.0 + 17.0 ** 0.5) / 8.0  # Bunch-Kaufman's growth bound
+
+
+def _bk_pivot(a: np.ndarray, k: int) -> tuple[int, int]:
+    """``(kp, kstep)``: the row to swap into place and the block size at column ``k``."""
+    n = a.shape[0]
+    absakk = abs(a[k, k])
+    imax = k + 1 + int(np.argmax(np.abs(a[k + 1:, k]))) if k + 1 < n else k
+    colmax = abs(a[imax, k]) if k + 1 < n else 0.0
+    if max(absakk, colmax) == 0 or absakk >= _BK_ALPHA * colmax:
+        return k, 1
+    rowmax = np.max(np.abs(a[imax, k:imax]))
+    if imax + 1 < n:
+        rowmax = max(rowmax, np.max(np.abs(a[imax + 1:, imax])))
+    if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
+        return k, 1
+    if abs(a[imax, imax]) >= _BK_ALPHA * rowmax:
+        return imax, 1
+    return imax, 2
+
+
+def _swap_sym(a: np.ndarray, k: int, kk: int, kp: int, kstep: int) -> None:
+    """Interchange rows and columns ``kk`` and ``kp`` of the lower trailing matrix."""
+    a[kp + 1:, [kk, kp]] = a[kp + 1:, [kp, kk]]
+    mid = a[kk + 1:kp, kk].copy()
+    a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
+    a[kp, kk + 1:kp] = mid
+    a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
+    if kstep == 2:
+        a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
+
+
+def _sytf2(a: np.ndarray) -> tuple[np.ndarray, int]:
+    n = a.shape[0]
+    piv = np.zeros(n, dtype=np.int32)
+    info, k = 0, 0
+    while k < n:
+        kp, kstep = _bk_pivot(a, k)
+        if max(abs(a[k, k]), np.max(np.abs(a[k + 1:, k]), initial=0.0)) == 0 and info == 0:
+            info = k + 1
+        kk = k + kstep - 1
+        if kp != kk:
+            _swap_sym(a, k, kk, kp, kstep)
+        if kstep == 1:
+            if k + 1 < n and a[k, k] != 0:
+                x = a[k + 1:, k].copy()
+                a[k + 1:, k + 1:] -= np.tril(np.outer(x, x) / a[k, k])
+                a[k + 1:, k] = x / a[k, k]
+            piv[k] = kp + 1
+        else:
+            if k + 2 < n:
+                d21 = a[k + 1, k]
+                d11, d22 = a[k + 1, k + 1] / d21, a[k, k] / d21
+                t = (1.0 / (d11 * d22 - 1.0)) / d21
+                wk = t * (d11 * a[k + 2:, k] - a[k + 2:, k + 1])
+                wkp1 = t * (d22 * a[k + 2:, k + 1] - a[k + 2:, k])
+                upd = np.outer(a[k + 2:, k], wk) + np.outer(a[k + 2:, k + 1], wkp1)
+                a[k + 2:, k + 2:] -= np.tril(upd)
+                a[k + 2:, k], a[k + 2:, k + 1] = wk, wkp1
+            piv[k] = piv[k + 1] = -(kp + 1)
+        k += kstep
+    return piv, info
+
+
+@lf.linalg_ldl_factor_ex.impl("CPU")
+def _linalg_ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    specs = lf.linalg_ldl_factor_ex.meta_rule(A, hermitian=hermitian, check_errors=check_errors)
+    LD, pivots, info = (new_output(s.shape, s.dtype) for s in specs)
+    n = A.shape[-1]
+    nb = int(np.prod(A.shape[:-2]))
+    src = np.tril(arr(A)).reshape(nb, n, n).astype(arr(A).dtype)
+    ld, pv, inf = arr(LD).reshape(nb, n, n), arr(pivots).reshape(nb, n), arr(info).reshape(nb)
+    with np.errstate(all="ignore"):
+        for b in range(nb):
+            work = src[b].copy()
+            pv[b], inf[b] = _sytf2(work)
+            ld[b] = np.tril(work)
+    if check_errors and nb and inf.max() > 0:
+        raise RuntimeError("torch.linalg.ldl_factor_ex: The factorization could not be "
+                           "completed because the input is not invertible.")
+    return lf.LDLFactorExResult(LD, pivots, info)
+
+
+def _sytrs(a: np.ndarray, piv: np.ndarray, b: np.ndarray) -> None:
+    """Solve in place ``A X = b`` from ``sytf2``'s lower factorisation."""
+    n, k = a.shape[0], 0
+    while k < n:  # L D y = b
+        if piv[k] > 0:
+            kp = piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            b[k + 1:] -= np.outer(a[k + 1:, k], b[k])
+            b[k] /= a[k, k]
+            k += 1
+        else:
+            kp = -piv[k] - 1
+            b[[k + 1, kp]] = b[[kp, k + 1]]
+            b[k + 2:] -= np.outer(a[k + 2:, k], b[k]) + np.outer(a[k + 2:, k + 1], b[k + 1])
+            akm1k = a[k + 1, k]
+            akm1, ak = a[k, k] / akm1k, a[k + 1, k + 1] / akm1k
+            denom = akm1 * ak - 1.0
+            bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
+            b[k], b[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+            k += 2
+    k = n - 1
+    while k >= 0:  # L^T P^T x = y
+        if piv[k] > 0:
+            b[k] -= a[k + 1:, k] @ b[k + 1:]
+            kp = piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 1
+        else:
+            b[k] -= a[k + 1:, k] @ b[k + 1:]
+            b[k - 1] -= a[k + 1:, k - 1] @ b[k + 1:]
+            kp = -piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 2
+
+
+@lf.linalg_ldl_solve.impl("CPU")
+def _linalg_ldl_solve(LD, pivots, B, *, hermitian=False):
+    spec = lf.linalg_ldl_solve.meta_rule(LD, pivots, B, hermitian=hermitian)
+    out = new_output(spec.shape, spec.dtype)
+    if out.numel() == 0:
+        return out
+    batch, n = spec.shape[:-2], LD.shape[-1]
+    ld = np.broadcast_to(arr(LD), batch + (n, n)).reshape(-1, n, n)
+    pv = np.broadcast_to(arr(pivots), batch + (n,)).reshape(-1, n)
+    x = np.array(np.broadcast_to(arr(B), spec.shape), copy=True).reshape(-1, *spec.shape[-2:])
+    with np.errstate(all="ignore"):
+        for b in range(x.shape[0]):
+            _sytrs(ld[b], pv[b], x[b])
+    arr(out)[...] = x.reshape(spec.shape)
+    return out

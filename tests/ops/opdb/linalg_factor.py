@@ -125,6 +125,35 @@ def _lstsq_samples(dtype, cases=LSTSQ_CASES, extra=True):
                       {"driver": "gelsd"}, "rcond")
 
 
+def _symmetric(shape) -> np.ndarray:
+    a = _general(shape)
+    return a + np.swapaxes(a, -1, -2)
+
+
+def _ldl_samples(dtype):
+    for shape in ((3, 3), (2, 5, 5), (1, 1), (0, 3, 3), (6, 6)):
+        a = _symmetric(shape)
+        for lay in MAT_LAYOUTS:
+            yield SampleInput((from_np(a, dtype, lay),), {}, f"{lay}{list(shape)}")
+    # 2x2 pivots (tiny diagonal), a non-symmetric input (lower triangle read), zeros
+    yield SampleInput((from_np(np.array([[1e-3, 2.0, 3.0], [2.0, 1e-3, 1.0], [3.0, 1.0, 0.1]]),
+                               dtype),), {}, "2x2-pivots")
+    yield SampleInput((from_np(_general((4, 4)), dtype, "permuted"),), {}, "lower-only")
+    yield SampleInput((from_np(np.zeros((2, 2)), dtype),), {}, "zeros")
+
+
+def _ldl_solve_samples(dtype):
+    for shape, bshape in (((3, 3), (3, 2)), ((2, 4, 4), (2, 4, 1)), ((2, 3, 3), (3, 2))):
+        LD, piv, _ = ember.linalg.ldl_factor_ex(from_np(_symmetric(shape), dtype))
+        for lay in ("contiguous", "permuted", "strided"):
+            yield SampleInput((from_np(LD.numpy(), dtype, lay), piv,
+                               from_np(_general(bshape), dtype, "strided")), {},
+                              f"{lay}{list(shape)}")
+    a = np.array([[1e-3, 2.0, 3.0], [2.0, 1e-3, 1.0], [3.0, 1.0, 0.1]])
+    LD, piv, _ = ember.linalg.ldl_factor_ex(from_np(a, dtype))
+    yield SampleInput((LD, piv, from_np(_general((3, 2)), dtype)), {}, "2x2-pivots")
+
+
 def _errors():
     e = lambda args, kw, err, match=None: ErrorInput(SampleInput(args, kw), err, match)  # noqa
     yield e((ember.zeros(3),), {}, RuntimeError, "Expected tensor with 2 or more dimensions")
@@ -192,6 +221,12 @@ OPS = [
            _lstsq_samples, dtypes=F2, tol=TOL, meta=False),
     OpInfo("linalg.lstsq_empty", lambda lib, *a, **k: tuple(lib.linalg.lstsq(*a, **k)),
            _lstsq_empty_samples, dtypes=F2, tol=TOL, meta=False),
+    OpInfo("linalg.ldl_factor_ex", lambda lib, a: lib.linalg.ldl_factor_ex(a), _ldl_samples,
+           dtypes=F2, tol=TOL),
+    OpInfo("linalg.ldl_factor", lambda lib, a: lib.linalg.ldl_factor(a),
+           lambda d: [s for s in _ldl_samples(d) if s.name != "zeros"], dtypes=F2, tol=TOL),
+    OpInfo("linalg.ldl_solve", lambda lib, *a: lib.linalg.ldl_solve(*a), _ldl_solve_samples,
+           dtypes=F2, tol=TOL),
     OpInfo("linalg.lstsq_errors", lambda lib, *a, **k: lib.linalg.lstsq(*a, **k), lambda d: [],
            dtypes=(), errors=_lstsq_errors),
     OpInfo("linalg.lu_factor_ex_errors", lambda lib, a, **k: lib.linalg.lu_factor_ex(a, **k),
@@ -208,3 +243,7 @@ OPS[[i.name for i in OPS].index("lu_unpack_flags")].grad = False
 # With n == 0, gels reports zero residuals while torch's gradient is that of |B|^2: finite
 # differences of the zeros cannot agree, so the empty samples are compared with torch only.
 OPS[[i.name for i in OPS].index("linalg.lstsq_empty")].gradcheck = False
+# torch has no derivative for the LDL factorisation or solve, nor has ember: the gradient test
+# checks that both refuse; there is nothing to gradcheck.
+for _name in ("linalg.ldl_factor_ex", "linalg.ldl_factor", "linalg.ldl_solve"):
+    OPS[[i.name for i in OPS].index(_name)].gradcheck = False
