@@ -245,6 +245,10 @@ def _coll_worker(lib: str, size: str, reps: int, out: str) -> None:
         times.append((time.perf_counter() - t0) / iters)
     barrier()
     Path(f"{out}.rank{rank}.json").write_text(json.dumps(times))
+    if lib == "torch-gloo":
+        tdist.destroy_process_group()
+    elif lib != "mpi4py":
+        dist.destroy_process_group()
 
 
 def _launch_coll(lib: str, size: str, world: int, reps: int, boost: bool) -> list[float]:
