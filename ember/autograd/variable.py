@@ -34,3 +34,17 @@ class Variable(metaclass=_VariableMeta):
         >>> v = ember.autograd.Variable(ember.zeros(2), requires_grad=True); v.is_leaf
         True
     """
+
+
+class _ExecutionEngine:
+    """``Variable._execution_engine``: torch's handle on the autograd engine, for
+    ``queue_callback`` (what DDP-style code calls to run something at the end of backward)."""
+
+    @staticmethod
+    def queue_callback(callback) -> None:
+        """Run ``callback()`` when the current backward pass finishes (inside backward only)."""
+        from ember.autograd.engine import queue_callback
+        queue_callback(callback)
+
+
+Variable._execution_engine = _ExecutionEngine()

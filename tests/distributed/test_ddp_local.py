@@ -243,3 +243,16 @@ def test_timeline_chrome_trace(world1, tmp_path):
     # the first bucket is launched before backward's last node has run
     assert buckets[0]["ts"] < max(e["ts"] + e["dur"] for e in nodes)
     assert not recorder.snapshot()
+
+
+def test_variable_execution_engine_queue_callback():
+    # torch's spelling of the engine's end-of-backward queue, which DDP-style code calls
+    seen = []
+    w = ember.ones(2, requires_grad=True)
+    w.register_hook(lambda g: ember.autograd.Variable._execution_engine.queue_callback(
+        lambda: seen.append(w.grad is not None)))
+    (w * 2).sum().backward()
+    assert seen == [True]
+    with pytest.raises(RuntimeError, match="Final callbacks can only be installed during "
+                                           "backward pass"):
+        ember.autograd.Variable._execution_engine.queue_callback(lambda: None)
