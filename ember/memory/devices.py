@@ -45,7 +45,7 @@ from ember.core.device import CPU, META, Device
 __all__ = ["DeviceBackend", "register_backend", "get_backend", "registered_backends",
            "kernel_modules", "rename_privateuse1_backend", "privateuse1_name",
            "allocation_device", "device_guard", "numpy_as_array", "on_register", "guard_state",
-           "guarded"]
+           "guarded", "numpy_to_host", "array_module_of", "device_module"]
 
 
 def numpy_as_array(buf, shape: tuple, npdtype, byte_offset: int, byte_strides) -> np.ndarray:
@@ -57,24 +57,51 @@ def _noop(*args, **kwargs) -> None:
     return None
 
 
+def numpy_to_host(array, non_blocking: bool = False) -> np.ndarray:
+    """A host NumPy copy of a device array (NumPy-like devices: the bytes are host bytes)."""
+    return np.array(array, copy=True, subok=False)
+
+
 @dataclass(eq=False)
 class DeviceBackend:
     """What ember needs to know about one device type (NOTE [Backend descriptors]).
 
+    This is the stable interface a device plugs into; every field but ``name`` and
+    ``dispatch_key`` has a default that suits a synchronous, NumPy-like device.
+
     Args:
         name: the device type (``"cpu"``, ``"cuda"``, a renamed PrivateUse1 backend).
         dispatch_key: name of its runtime backend key (``"CPU"``, ``"CUDA"``, ``"PrivateUse1"``).
-        array_module: the module kernels compute with (``numpy``; None for ``meta``).
+        array_module: the module kernels compute with (``numpy``; ``cupy``; None for ``meta``).
+            Kernels read it from here (``ember.backends.cpu.xp.array_module``), never by name.
         memory: raw memory provider: ``alloc(nbytes) -> (buffer, address)`` and
-            ``free(buffer)``; the caching allocator gets its segments from it.
+            ``free(buffer)``; the caching allocator gets its segments from it. ``buffer`` is a
+            flat ``uint8`` array of ``array_module`` (a storage's bytes are a slice of it).
         as_array: ``(buffer, shape, npdtype, byte_offset, byte_strides) -> array``, a strided
-            array over a block's bytes.
+            array of ``array_module`` over a block's bytes.
         capacity: device memory in bytes (None: the machine's physical memory).
         kernels: module whose import registers this backend's kernels.
-        kernels_from: device type whose kernels this backend reuses (same array API).
-        synchronize: waits for the device's queued work (a no-op on synchronous devices).
-        current_stream: the stream kernels are queued on (None on stream-less devices).
+        kernels_from: device type whose kernels this backend reuses (same array API); kernel
+            details the array modules spell differently are named helpers in
+            ``ember/backends/cpu/xp.py`` (``xp.register_helpers``).
+        synchronize: ``() -> None``, waits for the device's queued work (a no-op on
+            synchronous devices). ``ember.<name>.synchronize()`` and every blocking copy to the
+            host (``Tensor.to("cpu")``, ``.item()``) call it.
+        current_stream: ``() -> stream``, the stream kernels and copies are queued on (None on
+            stream-less devices); ``ember.<name>.current_stream()`` returns it.
+        to_host: ``(array, non_blocking) -> numpy.ndarray``, a host copy of a device array
+            queued on ``current_stream()`` (CuPy: ``array.get(stream, blocking=...)``). With
+            ``non_blocking`` False the copy kernel calls ``synchronize`` after it.
+        from_host: ``(numpy_array, non_blocking) -> array``, a device array holding a host
+            array's values (CuPy: ``cupy.asarray`` on the current stream); None: the array
+            module's ``asarray``.
         autograd_key: name of its autograd key (default ``"Autograd" + dispatch_key``).
+        extra: free-form hooks for device namespaces (``device_count``, ``set_device``...).
+
+    Example:
+        >>> cpu = get_backend("cpu")
+        >>> cpu.array_module.__name__, cpu.dispatch_key, cpu.current_stream() is None
+        ('numpy', 'CPU', True)
     """
 
     name: str
@@ -87,12 +114,17 @@ class DeviceBackend:
     kernels_from: str | None = None
     synchronize: Callable[[], None] = _noop
     current_stream: Callable[[], Any] = _noop
+    to_host: Callable = numpy_to_host
+    from_host: Callable | None = None
     autograd_key: str = ""
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.autograd_key:
             self.autograd_key = "Autograd" + self.dispatch_key
+        if self.from_host is None and self.array_module is not None:
+            asarray = self.array_module.asarray  # looked up once, not per copy
+            self.from_host = lambda array, non_blocking=False: asarray(array)
 
     @property
     def has_data(self) -> bool:
@@ -104,6 +136,8 @@ _BACKENDS: dict[str, DeviceBackend] = {}
 # Device types whose descriptor a module registers when imported (NOTE [Backend descriptors]).
 _LAZY: dict[str, str] = {"cuda": "ember.cuda"}
 _LISTENERS: list[Callable[[DeviceBackend], None]] = []
+_MODULES: dict[str, ModuleType | None] = {}  # device type -> array module (hot path)
+_MISSING = object()
 _PRIVATEUSE1 = ["privateuseone"]
 
 
@@ -130,6 +164,7 @@ def register_backend(backend: DeviceBackend) -> DeviceBackend:
             f"{name!r}\nhint: call ember.utils.rename_privateuse1_backend({name!r}) first")
     _device.register_device_type(name)
     _BACKENDS[name] = backend
+    _MODULES[name] = backend.array_module
     for fn in _LISTENERS:
         fn(backend)
     return backend
@@ -150,6 +185,50 @@ def get_backend(name: str | Device) -> DeviceBackend:
             return b
     raise RuntimeError(f"ember: no backend is registered for device type {name!r}; known: "
                        f"{', '.join(_BACKENDS)}")
+
+
+def array_module_of(device: Device):
+    """The array module of ``device``'s backend (``numpy`` on cpu; None on meta).
+
+    Read from a per-type cache filled at registration, so kernels pay one dict lookup.
+    """
+    if device is CPU:
+        return np
+    xp = _MODULES.get(device.type, _MISSING)
+    return get_backend(device.type).array_module if xp is _MISSING else xp
+
+
+def device_module(name: str) -> ModuleType:
+    """A ``torch.cuda``-like namespace for device type ``name`` (``ember.<name>`` of a
+    registered PrivateUse1 device, as ``torch._register_device_module`` gives torch one).
+
+    Its ``synchronize`` and ``current_stream`` call the descriptor's hooks at call time (so a
+    backend can swap them), ``is_available`` and ``device_count`` read ``extra`` hooks.
+    """
+    mod = ModuleType(f"ember.{name}", f"The {name!r} device's namespace (synchronize, "
+                                      "streams, device count).")
+
+    def synchronize(device=None) -> None:
+        """Wait for the device's queued work (the descriptor's ``synchronize``)."""
+        get_backend(name).synchronize()
+
+    def current_stream(device=None):
+        """The stream kernels are queued on (the descriptor's ``current_stream``)."""
+        return get_backend(name).current_stream()
+
+    def device_count() -> int:
+        """How many devices of this type there are (``extra["device_count"]``, default 1)."""
+        return get_backend(name).extra.get("device_count", lambda: 1)()
+
+    def is_available() -> bool:
+        """Whether the device can be used (``extra["is_available"]``, default True)."""
+        return get_backend(name).extra.get("is_available", lambda: True)()
+
+    for fn in (synchronize, current_stream, device_count, is_available):
+        fn.__module__ = mod.__name__
+        setattr(mod, fn.__name__, fn)
+    mod.__all__ = ["synchronize", "current_stream", "device_count", "is_available"]
+    return mod
 
 
 def registered_backends() -> list[DeviceBackend]:

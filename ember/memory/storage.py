@@ -32,7 +32,7 @@ import numpy as np
 
 from ember.core.device import CPU, Device
 from ember.memory.allocator import CPU_ALLOCATOR, allocator_for
-from ember.memory.devices import get_backend
+from ember.memory.devices import array_module_of, get_backend
 
 __all__ = ["Storage", "UntypedStorage", "new_cpu_array", "new_array", "export_array"]
 
@@ -66,7 +66,7 @@ class Storage:
         self._bytes = None
         alloc = self._alloc = allocator_for(device)
         self._ptr = 0
-        xp = np if device is CPU else get_backend(device.type).array_module  # None: no data
+        xp = np if device is CPU else array_module_of(device)  # None: no data (meta)
         self._buf = None if xp is None else _EMPTY if xp is np else xp.empty(0, np.uint8)
         if not nbytes:
             return

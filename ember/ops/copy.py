@@ -146,7 +146,7 @@ def _to_copy(self: Tensor, *, dtype=None, layout=None, device=None, pin_memory=N
     else:
         out = empty(self._shape, dtype=dtype, device=device)
     # copy_ runs on meta too (a no-op there), so graph capture on meta tensors records it
-    return _fresh(copy_(out, self))
+    return _fresh(copy_(out, self, non_blocking))
 
 
 def _parse_to(args, kwargs):
@@ -183,7 +183,7 @@ def to(self: Tensor, *args, copy: bool = False, non_blocking: bool = False,
     dtype = dtype or self._dtype
     if not copy and dtype is self._dtype and device == self._device:
         return self
-    return _to_copy(self, dtype=dtype, device=device)
+    return _to_copy(self, dtype=dtype, device=device, non_blocking=non_blocking)
 
 
 @tensor_method("type_as")

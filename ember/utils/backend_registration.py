@@ -11,7 +11,9 @@ device="npu")`` and ``Tensor.npu()`` work like on any built-in device.
 
 from __future__ import annotations
 
-from ember.memory.devices import DeviceBackend, get_backend, privateuse1_name
+import sys
+
+from ember.memory.devices import DeviceBackend, device_module, get_backend, privateuse1_name
 from ember.memory.devices import register_backend as _register_backend
 from ember.memory.devices import rename_privateuse1_backend as _rename
 
@@ -61,6 +63,11 @@ def register_backend(backend: DeviceBackend, *, methods: bool = True) -> DeviceB
     _register_backend(backend)
     if methods:
         generate_methods_for_privateuse1_backend(backend.name)
+    package = sys.modules["ember"]
+    if not hasattr(package, backend.name):  # ember.<name>.synchronize() and friends
+        mod = device_module(backend.name)
+        setattr(package, backend.name, mod)
+        sys.modules[mod.__name__] = mod
     return backend
 
 

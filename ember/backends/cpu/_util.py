@@ -10,26 +10,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.backends.cpu.xp import array_module, from_host, to_host
 from ember.core import dtype as dt
 from ember.core.device import CPU
 from ember.core.layout import contiguous_strides, storage_extent
-from ember.memory.devices import get_backend, guard_state
+from ember.memory.devices import guard_state
 from ember.memory.storage import Storage, new_array
 from ember.tensor import Tensor, empty_tensor, numpy_view
 
-__all__ = ["arr", "new_output", "resize_out", "write_result", "np_scalar_or_array",
+__all__ = ["arr", "arr_on", "new_output", "resize_out", "write_result", "np_scalar_or_array",
            "compute_dtype", "run_ufunc", "operand", "ignore_fp_errors", "workspace",
            "array_module"]
 
 arr = numpy_view
 
 
-def array_module(t: Tensor | None = None):
-    """The array module kernels compute with for ``t`` (or the allocation device): ``numpy``
-    on ``cpu``, the device backend's otherwise (NOTE [Kernels and array modules] in
-    ``ember/backends/cpu/__init__.py``)."""
-    device = guard_state.device if t is None else t._device
-    return np if device is CPU else get_backend(device.type).array_module
+
+
+def arr_on(t: Tensor, like: Tensor):
+    """``t``'s array on ``like``'s device: its own view when they share the device, else a copy
+    through the descriptors' host hooks (a CPU index tensor used on another device)."""
+    if t._device is like._device or t._device == like._device:
+        return numpy_view(t)
+    return from_host(like, to_host(t, numpy_view(t)))
 
 
 def np_scalar_or_array(x):
@@ -171,4 +174,5 @@ def operand(x, compute: np.dtype):
     """A NumPy operand: a tensor's strided view, or a Python scalar cast to ``compute``."""
     if isinstance(x, Tensor):
         return numpy_view(x)
-    return np.asarray(x).astype(compute, copy=False) if compute.kind != "b" else x
+    # a NumPy scalar, which every array module takes (a 0-d array would be a host array)
+    return np.asarray(x).astype(compute, copy=False)[()] if compute.kind != "b" else x

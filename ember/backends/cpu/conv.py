@@ -17,10 +17,11 @@ import itertools
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 import ember.ops.conv as cv
+from ember.backends.cpu import xp as xpm
 from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
+from ember.backends.cpu.xp import like, module_of
 from ember.tensor import Tensor
 
 
@@ -54,7 +55,7 @@ def _padded(a: np.ndarray, pads, value=0) -> np.ndarray:
         return a
     nd = len(pads)
     shape = a.shape[:-nd] + tuple(n + lo + hi for n, (lo, hi) in zip(a.shape[-nd:], pads))
-    out = np.full(shape, value, dtype=a.dtype)
+    out = module_of(a).full(shape, value, dtype=a.dtype)
     out[(Ellipsis,) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(a.shape[-nd:], pads))] = a
     return out
 
@@ -66,7 +67,7 @@ def _windows(xp: np.ndarray, kernel, stride, dilation, out) -> np.ndarray:
     shape = xp.shape[:-nd] + tuple(kernel) + tuple(out)
     strides = xp.strides[:-nd] + tuple(s * d for s, d in zip(st, dilation)) + \
         tuple(s * k for s, k in zip(st, stride))
-    return as_strided(xp, shape, strides, writeable=False)
+    return xpm.as_strided(module_of(xp), xp, shape, strides, writeable=False)
 
 
 def _offsets(kernel, stride, dilation, out):
@@ -111,7 +112,7 @@ def _conv_forward(x, w, stride, padding, dilation, groups, out_sp, res) -> None:
     res = res.reshape(n, groups, o // groups, -1)
     per = c * math.prod(kernel) * math.prod(out_sp)
     chunks = _chunks(n, per * x.itemsize)
-    buf = np.empty(per * (chunks[0][1] - chunks[0][0]), dtype=x.dtype)
+    buf = module_of(x).empty(per * (chunks[0][1] - chunks[0][0]), dtype=x.dtype)
     for lo, hi in chunks:
         cols = buf[:per * (hi - lo)].reshape(win[lo:hi].shape)
         np.copyto(cols, win[lo:hi])
@@ -130,9 +131,9 @@ def _conv_transpose_direct(x, w, padding, dilation, groups, output_padding, out_
     edge = [d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding)]
     xp = _padded(x, [(e, e + op) for e, op in zip(edge, output_padding)])
     if res is None:
-        res = np.empty((x.shape[0], groups * cog, math.prod(out_sp)), dtype=x.dtype)
-    _conv_forward(xp, np.ascontiguousarray(wf), (1,) * nd, (0,) * nd, dilation, groups, out_sp,
-                  res)
+        res = module_of(x).empty((x.shape[0], groups * cog, math.prod(out_sp)), dtype=x.dtype)
+    _conv_forward(xp, module_of(wf).ascontiguousarray(wf), (1,) * nd, (0,) * nd, dilation,
+                  groups, out_sp, res)
     return res.reshape(res.shape[:2] + tuple(out_sp))
 
 
@@ -156,7 +157,7 @@ def _conv_transpose_forward(x, w, stride, padding, dilation, groups, output_padd
     cols = cols.reshape((n, groups * cog) + tuple(kernel) + tuple(in_sp))
     full = [(i - 1) * s + d * (k - 1) + 1 for i, s, d, k in zip(in_sp, stride, dilation, kernel)]
     size = [max(f, p + o) for f, p, o in zip(full, padding, out_sp)]
-    buf = np.zeros((n, groups * cog) + tuple(size), dtype=cols.dtype)
+    buf = module_of(cols).zeros((n, groups * cog) + tuple(size), dtype=cols.dtype)
     _col2im_add(cols, buf, kernel, stride, dilation)
     return buf[(Ellipsis,) + tuple(slice(p, p + o) for p, o in zip(padding, out_sp))]
 
@@ -193,7 +194,7 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
             np.copyto(arr(o), res, casting="unsafe")
             return o
         res = arr(o).reshape(spec.shape[:2] + (-1,)) if direct else \
-            np.empty(spec.shape[:2] + (math.prod(out_sp),), dtype=c)
+            module_of(x).empty(spec.shape[:2] + (math.prod(out_sp),), dtype=c)
         _conv_forward(x, w, stride, padding, dilation, groups, out_sp, res)
         if bias is not None:
             res += _src(bias, c)[:, None]
@@ -224,8 +225,8 @@ def _conv_weight_grad(input, grad_output, weight_size, stride, padding, dilation
     ck = ch // groups * math.prod(kernel)
     per = ch * math.prod(kernel) * math.prod(out_sp)
     chunks = _chunks(n, per * a.itemsize)
-    buf = np.empty(per * (chunks[0][1] - chunks[0][0]), dtype=a.dtype)
-    gw = np.empty((groups, o // groups, ck), dtype=a.dtype)
+    buf = module_of(a).empty(per * (chunks[0][1] - chunks[0][0]), dtype=a.dtype)
+    gw = module_of(a).empty((groups, o // groups, ck), dtype=a.dtype)
     part = np.empty_like(gw)
     bg = b.reshape(n, groups, o // groups, -1)
     with ignore_fp_errors():
@@ -262,7 +263,8 @@ def _col2im(input, output_size, kernel_size, dilation, padding, stride):
                 for n, kk, ss, pp, dd in zip(size, k, s, p, d))
     a = _src(input)
     cols = a.reshape(spec.shape[:-2] + tuple(k) + out)
-    buf = np.zeros(spec.shape[:-2] + tuple(n + 2 * v for n, v in zip(size, p)), dtype=a.dtype)
+    buf = module_of(a).zeros(spec.shape[:-2] + tuple(n + 2 * v for n, v in zip(size, p)),
+                             dtype=a.dtype)
     with ignore_fp_errors():
         _col2im_add(cols, buf, k, s, d)
     return _land(buf[..., p[0]:p[0] + size[0], p[1]:p[1] + size[1]], spec)
@@ -296,7 +298,7 @@ def _pad(input, pad, mode="constant", value=None):
     o = new_output(spec.shape, spec.dtype)
     dst = arr(o)
     if mode == "constant":
-        dst[...] = np.array(0 if value is None else value).astype(dst.dtype, casting="unsafe") \
+        dst[...] = np.array(0 if value is None else value).astype(dst.dtype, casting="unsafe")[()] \
             if o.numel() else 0
         src, out = [slice(None)] * a.ndim, [slice(None)] * a.ndim
         for ax, lo, hi in _pad_pairs(pad, a.ndim):
@@ -307,7 +309,7 @@ def _pad(input, pad, mode="constant", value=None):
             dst[tuple(out)] = a[tuple(src)]
         return o
     for ax, lo, hi in _pad_pairs(pad, a.ndim):
-        a = np.take(a, _pad_index(a.shape[ax], lo, hi, mode), axis=ax)
+        a = np.take(a, like(a, _pad_index(a.shape[ax], lo, hi, mode)), axis=ax)
     np.copyto(dst, a)
     return o
 
@@ -334,7 +336,8 @@ def _pad_backward(grad_output, input_size, pad, mode):
     with ignore_fp_errors():
         for ax, lo, hi in _pad_pairs(pad, g.ndim):
             n = input_size[ax]
-            g = _apply_along(g, ax, _scatter_matrix(_pad_index(n, lo, hi, mode), n, g.dtype))
+            g = _apply_along(g, ax, like(g, _scatter_matrix(_pad_index(n, lo, hi, mode), n,
+                                                            g.dtype)))
     return _land(g, spec)
 
 
@@ -375,7 +378,7 @@ def _upsample_nearest2d(input, output_size, scales_h=None, scales_w=None):
     spec = cv.upsample_nearest2d.meta_rule(input, output_size, scales_h, scales_w)
     a = arr(input)
     (h, w), (oh, ow) = a.shape[-2:], spec.shape[-2:]
-    hi, wi = _nearest_index(h, oh, scales_h), _nearest_index(w, ow, scales_w)
+    hi, wi = like(a, _nearest_index(h, oh, scales_h)), like(a, _nearest_index(w, ow, scales_w))
     return _land(a[..., hi[:, None], wi[None, :]], spec)
 
 
@@ -386,8 +389,8 @@ def _upsample_bilinear2d(input, output_size, align_corners, scales_h=None, scale
     a = _src(input)
     c = a.dtype
     (h, w), (oh, ow) = a.shape[-2:], spec.shape[-2:]
-    w0, w1, wl0, wl1 = _linear_taps(w, ow, align_corners, scales_w, c)
-    h0, h1, hl0, hl1 = _linear_taps(h, oh, align_corners, scales_h, c)
+    w0, w1, wl0, wl1 = (like(a, t) for t in _linear_taps(w, ow, align_corners, scales_w, c))
+    h0, h1, hl0, hl1 = (like(a, t) for t in _linear_taps(h, oh, align_corners, scales_h, c))
     with ignore_fp_errors():
         rows = a[..., w0] * wl0 + a[..., w1] * wl1  # (..., H, OW)
         res = rows[..., h0, :] * hl0[:, None] + rows[..., h1, :] * hl1[:, None]
@@ -407,7 +410,7 @@ def _upsample_backward(grad_output, input_size, mode, align_corners, scales_h, s
                                            scales_h, scales_w)
     g = _src(grad_output)
     (h, w), (oh, ow) = spec.shape[-2:], g.shape[-2:]
-    mh = _resample_matrix(h, oh, mode, align_corners, scales_h, g.dtype)
-    mw = _resample_matrix(w, ow, mode, align_corners, scales_w, g.dtype)
+    mh = like(g, _resample_matrix(h, oh, mode, align_corners, scales_h, g.dtype))
+    mw = like(g, _resample_matrix(w, ow, mode, align_corners, scales_w, g.dtype))
     with ignore_fp_errors():
         return _land(mh.T @ g @ mw, spec)

@@ -5,8 +5,25 @@ from __future__ import annotations
 import numpy as np
 
 from ember.backends.cpu._util import arr, ignore_fp_errors
+from ember.backends.cpu.xp import array_module
+from ember.core.device import CPU, Device
+from ember.memory.devices import get_backend
 from ember.ops import copy as cp
 from ember.tensor import Tensor
+
+
+def _transfer(source, src: Device, dst: Device, non_blocking: bool):
+    """``source`` (an array on ``src``) as an array on ``dst``, through the descriptors' copy
+    hooks (NOTE [Backend descriptors] in ember/memory/devices.py); a blocking copy off a device
+    waits for it (``synchronize``)."""
+    if src is not CPU:
+        backend = get_backend(src.type)
+        source = backend.to_host(source, non_blocking)
+        if not non_blocking:
+            backend.synchronize()
+    if dst is not CPU:
+        source = get_backend(dst.type).from_host(source, non_blocking)
+    return source
 
 
 @cp.copy_.impl("CPU")
@@ -16,14 +33,19 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
     self._ver.value += 1
     if self.numel():
-        source = arr(src) if isinstance(src, Tensor) else src
-        if isinstance(src, Tensor) and src._dtype.itemsize == 2 and \
-                src._dtype.is_floating_point and not self._dtype.is_floating_point:
-            # half -> integer goes through float32 so out-of-range values wrap like torch's
-            # casts instead of saturating
-            source = source.astype(np.float32)
+        source = src
+        if isinstance(src, Tensor):
+            source = arr(src)
+            if src._dtype.itemsize == 2 and src._dtype.is_floating_point and \
+                    not self._dtype.is_floating_point:
+                # half -> integer goes through float32 so out-of-range values wrap like torch's
+                # casts instead of saturating
+                source = source.astype(np.float32)
+            if src._device is not self._device and src._device != self._device:
+                source = _transfer(source, src._device, self._device, non_blocking)
+        xp = np if self._device is CPU else array_module(self)
         with ignore_fp_errors():
-            np.copyto(arr(self), source, casting="unsafe")
+            xp.copyto(arr(self), source, casting="unsafe")
     return self
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu._util import arr, new_output
+from ember.backends.cpu._util import arr, arr_on, new_output
+from ember.backends.cpu.xp import like
 from ember.core import dtype as dt
 from ember.ops import creation as cr
 from ember.tensor import Tensor, empty_tensor
@@ -60,9 +61,9 @@ def _tensor(data, *, dtype=None, layout=None, device=None, pin_memory=None,
     cr.check_requires_grad(dtype, requires_grad)
     t = empty_tensor(shape, dtype)
     if array is None:  # data is a Tensor
-        array = arr(data)
+        array = arr_on(data, t)
     if t.numel():
-        np.copyto(arr(t), array, casting="unsafe")
+        np.copyto(arr(t), like(arr(t), array), casting="unsafe")
     return _finish(t, requires_grad)
 
 
@@ -78,7 +79,7 @@ def _arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, devic
             values = lo + st * np.arange(n, dtype=np.float64)
         else:  # and in int64 for integer dtypes: the bounds and step are truncated first
             values = int(lo) + int(st) * np.arange(n, dtype=np.int64)
-        np.copyto(arr(t), values, casting="unsafe")
+        np.copyto(arr(t), like(arr(t), values), casting="unsafe")
     return _finish(t, requires_grad)
 
 
@@ -143,7 +144,7 @@ def _eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memor
     if t.numel():
         a = arr(t)
         a.fill(0)
-        k = np.arange(min(spec.shape))
+        k = like(a, np.arange(min(spec.shape)))
         a[k, k] = 1
     return _finish(t, requires_grad)
 
@@ -154,7 +155,7 @@ def _tri_kernel(op, indices):
         spec = op.meta_rule(row, col, offset, dtype=dtype)
         t = empty_tensor(spec.shape, spec.dtype)
         if t.numel():
-            np.copyto(arr(t), np.stack(indices(row, offset, col)), casting="unsafe")
+            np.copyto(arr(t), like(arr(t), np.stack(indices(row, offset, col))), casting="unsafe")
         return _finish(t, requires_grad)
 
     op.register("CPU", kernel)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.backends.cpu._util import arr, compute_dtype, new_output, run_ufunc
+from ember.backends.cpu.xp import cast, module_of
 from ember.core import dtype as dt
 from ember.ops import linalg as la
 from ember.tensor import Tensor
@@ -113,11 +114,11 @@ def _fused_compute(prod, input: Tensor, a: Tensor, b: Tensor, beta, alpha, o: Te
     work = prod(_in(a, c), _in(b, c), dst if direct else None)
     with np.errstate(all="ignore"):
         if alpha != 1:
-            np.multiply(work, np.asarray(alpha).astype(c), out=work, casting="unsafe")
+            np.multiply(work, cast(alpha, c), out=work, casting="unsafe")
         if beta != 0:
             addend = _in(input, c)
             if beta != 1:
-                addend = np.multiply(addend, np.asarray(beta).astype(c), dtype=c,
+                addend = np.multiply(addend, cast(beta, c), dtype=c,
                                      casting="unsafe")
             np.add(work, addend, out=work, casting="unsafe")
     if work is not dst:
@@ -309,7 +310,7 @@ def _eye_into(o: Tensor) -> Tensor:
     """Fill ``o`` (``(*, m, n)``) with identity matrices."""
     dst = arr(o)
     if dst.size:
-        dst[...] = np.eye(dst.shape[-2], dst.shape[-1], dtype=dst.dtype)
+        dst[...] = module_of(dst).eye(dst.shape[-2], dst.shape[-1], dtype=dst.dtype)
     return o
 
 

@@ -25,8 +25,11 @@ from ember.backends.cpu._util import (
     ignore_fp_errors,
     new_output,
 )
+from ember.backends.cpu.xp import cast, module_of
 from ember.core import dtype as dt
+from ember.core.device import CPU
 from ember.core.layout import broadcast_shapes
+from ember.memory.devices import guard_state
 from ember.ops import pointwise as pw
 from ember.ops._promotion import Promotion
 from ember.tensor import Tensor, empty_tensor
@@ -43,10 +46,13 @@ def _np(x, comp: dt.DType):
     """
     c = compute_dtype(comp)
     if not isinstance(x, Tensor):
-        # Python scalars enter as opmath values, never rounded to half first (torch)
+        # Python scalars enter as opmath values, never rounded to half first (torch); as a
+        # NumPy scalar, which every array module takes (a 0-d array would be a host array)
         a = np.asarray(x)
-        return a.astype(c) if a.dtype != c else a
+        return (a.astype(c) if a.dtype != c else a)[()]
     a = arr(x)
+    if x._device is not guard_state.device and not x._shape and x._device is CPU:
+        a = a[()]  # a CPU 0-d tensor with another device's tensors: a scalar, as in torch
     if a.dtype != comp.np:
         a = a.astype(comp.np)
     return a if a.dtype == c else a.astype(c)
@@ -62,8 +68,10 @@ def _relu(x, out=None):
     block), or chunk by chunk for large contiguous inputs. Same values, NaN and -inf results.
     """
     z = _ZERO_VIEWS.get((x.dtype, x.shape))
-    if z is not None:
+    if z is not None and type(x) is np.ndarray:
         return np.maximum(x, z, out=out)
+    if type(x) is not np.ndarray:  # a device array: the zeros blocks are host memory
+        return np.maximum(x, x.dtype.type(0), out=out)
     return _relu_slow(x, out)
 
 
@@ -151,20 +159,20 @@ def _erf_parts(x):
 
 def erf64(x):
     """Gauss error function of a float64 array."""
-    x = np.asarray(x, _F64)
+    x = cast(x, _F64)
     return np.copysign(_erf_parts(x)[0], x)
 
 
 def erfc64(x):
     """Complementary error function of a float64 array (accurate in the far tail)."""
-    x = np.asarray(x, _F64)
+    x = cast(x, _F64)
     erf, erfc = _erf_parts(x)
     return np.where(x < 0, 1.0 + erf, erfc)
 
 
 def erfinv64(y):
     """Inverse error function: Winitzki's closed form refined by Newton steps on erf/erfc."""
-    y = np.asarray(y, _F64)
+    y = cast(y, _F64)
     ay = np.abs(y)
     inside = ay < 1
     a = np.where(inside, ay, 0.5)
@@ -208,7 +216,7 @@ def _sinpi(x):
 
 def lgamma64(x):
     """log|Gamma(x)| of a float64 array (inf at non-positive integers and +-inf)."""
-    x = np.asarray(x, _F64)
+    x = cast(x, _F64)
     out = np.empty_like(x)
     pos = x >= 0.5
     if pos.any():
@@ -245,7 +253,7 @@ def _digamma_pos(x):
 
 def digamma64(x):
     """Digamma of a float64 array: -inf at +0, +inf at -0, NaN at negative integers."""
-    x = np.asarray(x, _F64)
+    x = cast(x, _F64)
     out = np.empty_like(x)
     pos = x > 0
     if pos.any():
@@ -423,11 +431,12 @@ def _shift(left: bool):
     def shift(a, b):
         bits = a.dtype.itemsize * 8
         bad = (b < 0) | (b >= bits)
-        s = np.where(bad, 0, b).astype(a.dtype)
+        xp = module_of(a)
+        s = xp.where(bad, 0, b).astype(a.dtype)
         r = np.left_shift(a, s) if left else np.right_shift(a, s)
         if not bad.any():
             return r
-        fill = 0 if left else np.where(a < 0, -1, 0)
+        fill = 0 if left else xp.where(a < 0, -1, 0)
         return np.where(bad, fill, r).astype(a.dtype)
 
     return shift
@@ -452,7 +461,7 @@ def _scalar_caster(d: dt.DType):
     npd = d.np
     if d.category == dt.FLOATING:
         return npd.type
-    return lambda v: np.asarray(v).astype(npd)  # wraps out-of-range ints like torch
+    return lambda v: np.asarray(v).astype(npd)[()]  # wraps out-of-range ints like torch
 
 
 def _fast_tables(name: str, row, ufunc: bool) -> tuple[dict, dict]:
@@ -490,7 +499,7 @@ def _make_fast(fn, pairs: dict, scalars: dict):
         # skip promotion and validation (their results were probed at import); None: slow path.
         d = input._dtype
         if isinstance(other, Tensor):
-            if other._dtype is not d:
+            if other._dtype is not d or other._device is not input._device:
                 return None
             res = pairs.get(d)
             if res is None:

@@ -13,13 +13,14 @@ Meta backend.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 import ember.ops.pooling as pl
+from ember.backends.cpu import xp as xpm
 from ember.backends.cpu._util import arr, ignore_fp_errors, new_output
 from ember.backends.cpu.conv import (
     _apply_along,
@@ -30,6 +31,7 @@ from ember.backends.cpu.conv import (
     _src,
     _windows,
 )
+from ember.backends.cpu.xp import like, module_of
 from ember.tensor import Tensor
 
 
@@ -88,7 +90,7 @@ def _max_pool(a: np.ndarray, k, s, p, d, out):
     # The winning offset's number (-1: none, i.e. an all-padding or all-lowest window),
     # updated arithmetically: masked copies of random masks are several times slower.
     small = np.int8 if len(offsets) < 64 else np.int32
-    which = np.full(best.shape, -1, dtype=small)
+    which = module_of(best).full(best.shape, -1, dtype=small)
     reached = best != low if padded else None
     for n in range(len(offsets) - 1, -1, -1):
         m = at(offsets[n]) == best
@@ -100,7 +102,8 @@ def _max_pool(a: np.ndarray, k, s, p, d, out):
             np.copyto(which, n, where=np.isnan(at(o)))
     st = _plane_strides(sizes)
     starts = [np.arange(o) * ss - pp for o, ss, pp in zip(out, s, p)]
-    idx = np.broadcast_to(_outer([b * t for b, t in zip(starts, st)]), best.shape).astype(np.int64)
+    idx = like(best, np.broadcast_to(_outer([b * t for b, t in zip(starts, st)]),
+                                     best.shape).astype(np.int64))
     rem = which.astype(np.int64)
     for i in reversed(range(nd)):  # the offset number -> one offset per dim
         idx += (rem % k[i]) * (d[i] * st[i])
@@ -108,7 +111,7 @@ def _max_pool(a: np.ndarray, k, s, p, d, out):
     if padded:
         first = [np.where(b < 0, b + (-b + dd - 1) // dd * dd, b) * t
                  for b, dd, t in zip(starts, d, st)]
-        np.copyto(idx, np.broadcast_to(_outer(first), idx.shape), where=which < 0)
+        np.copyto(idx, like(idx, np.broadcast_to(_outer(first), idx.shape)), where=which < 0)
     return best, idx
 
 
@@ -144,8 +147,8 @@ def _max_pool3d_with_indices(input, kernel_size, stride=(), padding=0, dilation=
 def _block_planes(a: np.ndarray, oh: int, ow: int) -> np.ndarray:
     """Strided view ``(2, 2, ..., oh, ow)`` of ``a``'s 2x2 blocks: ``[i, j]`` is offset (i, j)."""
     st = a.strides
-    return as_strided(a, (2, 2) + a.shape[:-2] + (oh, ow),
-                      st[-2:] + st[:-2] + (2 * st[-2], 2 * st[-1]), writeable=False)
+    return xpm.as_strided(module_of(a), a, (2, 2) + a.shape[:-2] + (oh, ow),
+                          st[-2:] + st[:-2] + (2 * st[-2], 2 * st[-1]), writeable=False)
 
 
 def _max_pool_2x2(a: np.ndarray, specs):
@@ -156,7 +159,7 @@ def _max_pool_2x2(a: np.ndarray, specs):
     when the result holds NaN (PyTorch's NaN rule is left to the general kernel)."""
     oh, ow = specs[0].shape[-2:]
     w = a.shape[-1]
-    planes = np.empty((2, 2) + a.shape[:-2] + (oh, ow), dtype=a.dtype)
+    planes = module_of(a).empty((2, 2) + a.shape[:-2] + (oh, ow), dtype=a.dtype)
     np.copyto(planes, _block_planes(a, oh, ow))
     (v00, v01), (v10, v11) = planes
     top, bot = np.maximum(v00, v01), np.maximum(v10, v11)
@@ -174,7 +177,7 @@ def _max_pool_2x2(a: np.ndarray, specs):
     idx = arr(io).reshape(row.shape)
     np.multiply(row, w, out=idx)
     idx += col
-    idx += (np.arange(oh) * (2 * w))[:, None] + np.arange(ow) * 2
+    idx += like(idx, (np.arange(oh) * (2 * w))[:, None] + np.arange(ow) * 2)
     return vo, io
 
 
@@ -192,7 +195,7 @@ def _max_pool_backward(grad_output, indices, input_size):
             return o
     hw = math.prod(spec.shape[-2:]) if len(spec.shape) >= 2 else 1
     rows = math.prod(spec.shape[:-2])
-    flat = (idx.reshape(rows, -1) + (np.arange(rows) * hw)[:, None]).ravel()
+    flat = (idx.reshape(rows, -1) + like(idx, (np.arange(rows) * hw)[:, None])).ravel()
     res = np.bincount(flat, weights=g.reshape(-1).astype(np.float64), minlength=rows * hw)
     return _land(res, spec)
 
@@ -206,7 +209,7 @@ def _max_pool_backward_blocks(g: np.ndarray, idx: np.ndarray, spec) -> Tensor | 
     sh, sw = h // oh, w // ow
     if sh * sw > 16 or g.shape[:-2] != tuple(spec.shape[:-2]):
         return None
-    local = idx - ((np.arange(oh) * (sh * w))[:, None] + np.arange(ow) * sw)
+    local = idx - like(idx, (np.arange(oh) * (sh * w))[:, None] + np.arange(ow) * sw)
     masks = [np.equal(local, i * w + j) for i in range(sh) for j in range(sw)]
     if sum(np.count_nonzero(m) for m in masks) != local.size:
         return None
@@ -217,8 +220,8 @@ def _max_pool_backward_blocks(g: np.ndarray, idx: np.ndarray, spec) -> Tensor | 
     if h != oh * sh or w != ow * sw:
         dst[...] = 0
     it = dst.itemsize
-    blocks = as_strided(dst, dst.shape[:-2] + (oh, sh, ow, sw),
-                        dst.strides[:-2] + (sh * w * it, w * it, sw * it, it))
+    blocks = xpm.as_strided(module_of(dst), dst, dst.shape[:-2] + (oh, sh, ow, sw),
+                            dst.strides[:-2] + (sh * w * it, w * it, sw * it, it))
     with ignore_fp_errors():
         for n, m in enumerate(masks):  # g * mask: masked copies are several times slower
             np.multiply(g, m, out=blocks[..., :, n // sw, :, n % sw], casting="unsafe")
@@ -262,8 +265,9 @@ def _avg_pool_nd(op, nd: int, input, kernel_size, stride, padding, ceil_mode,
         return _land(a, spec)
     k, s, p, _ = pl._pool_params(f"avg_pool{nd}d", nd, kernel_size, stride, padding)
     pads, div = _avg_params(k, s, p, count_include_pad, divisor_override, a.shape[-nd:], out)
+    div = like(a, div)
     win = _windows(_padded(a, pads), k, s, (1,) * nd, out)
-    total = np.zeros(a.shape[:-nd] + tuple(out), dtype=a.dtype)
+    total = module_of(a).zeros(a.shape[:-nd] + tuple(out), dtype=a.dtype)
     with ignore_fp_errors():
         for o in itertools.product(*(range(v) for v in k)):  # PyTorch's summation order
             total += win[(Ellipsis,) + o + _tail(nd)]
@@ -295,10 +299,10 @@ def _avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ce
     size, k = tuple(input_size[-nd:]), tuple(kernel_size)
     pads, div = _avg_params(k, tuple(stride), tuple(padding), count_include_pad,
                             divisor_override, size, g.shape[-nd:])
-    buf = np.zeros(g.shape[:-nd] + tuple(n + lo + hi for n, (lo, hi) in zip(size, pads)),
-                   dtype=g.dtype)
+    buf = module_of(g).zeros(g.shape[:-nd] + tuple(n + lo + hi for n, (lo, hi) in zip(size, pads)),
+                             dtype=g.dtype)
     with ignore_fp_errors():
-        gd = g / div
+        gd = g / like(g, div)
         spread = gd.reshape(gd.shape[:-nd] + (1,) * nd + gd.shape[-nd:])
         _col2im_add(np.broadcast_to(spread, gd.shape[:-nd] + k + gd.shape[-nd:]), buf, k,
                     tuple(stride), (1,) * nd)
@@ -342,10 +346,11 @@ def _adaptive_avg_pool3d(input, output_size):
 def _adaptive_avg(spec, input: Tensor, nd: int) -> Tensor:
     a = _src(input)
     if math.prod(spec.shape) == 0:
-        return _land(np.zeros(spec.shape, a.dtype), spec)
-    dims = [_adaptive_index(n, o) for n, o in zip(a.shape[-nd:], spec.shape[-nd:])]
+        return _land(module_of(a).zeros(spec.shape, a.dtype), spec)
+    dims = [tuple(like(a, v) for v in _adaptive_index(n, o))
+            for n, o in zip(a.shape[-nd:], spec.shape[-nd:])]
     vals = a[(Ellipsis,) + _spread([i for i, _, _ in dims])]
-    mask = np.logical_and.reduce(np.broadcast_arrays(*_spread([v for _, v, _ in dims])))
+    mask = functools.reduce(np.logical_and, np.broadcast_arrays(*_spread([v for _, v, _ in dims])))
     with ignore_fp_errors():
         total = np.where(mask, vals, 0).sum(axis=_window_sum_axes(nd))
         return _land(total / _outer([c for _, _, c in dims], np.multiply), spec)
@@ -366,7 +371,7 @@ def _adaptive_avg_pool_backward(grad_output, input_size, dims):
     g = _src(grad_output)
     with ignore_fp_errors():
         for ax in range(g.ndim - dims, g.ndim):
-            g = _apply_along(g, ax, _window_matrix(spec.shape[ax], g.shape[ax], g.dtype))
+            g = _apply_along(g, ax, like(g, _window_matrix(spec.shape[ax], g.shape[ax], g.dtype)))
     return _land(g, spec)
 
 
@@ -381,7 +386,7 @@ def _window_argmax(vals: np.ndarray, pos, sizes):
         return _outer([p[..., jj] * t for p, jj, t in zip(pos, j, st)])
 
     shape = vals.shape[:-2 * len(pos)] + tuple(p.shape[-2] for p in pos)
-    best = np.full(shape, -np.inf, dtype=vals.dtype)
+    best = module_of(vals).full(shape, -np.inf, dtype=vals.dtype)
     idx = np.broadcast_to(flat((0,) * len(pos)), shape).astype(np.int64)
     for j in itertools.product(*(range(p.shape[-1]) for p in pos)):
         v = vals[(Ellipsis,) + tuple(x for jj in j for x in (slice(None), jj))]
@@ -400,7 +405,7 @@ def _adaptive_max(specs, input: Tensor, nd: int):
     a = _src(input)
     if math.prod(specs[0].shape) == 0:
         return _empty_pair(specs, a.dtype)
-    pos = [_adaptive_index(n, o)[0] for n, o in zip(a.shape[-nd:], specs[0].shape[-nd:])]
+    pos = [like(a, _adaptive_index(n, o)[0]) for n, o in zip(a.shape[-nd:], specs[0].shape[-nd:])]
     best, idx = _window_argmax(a[(Ellipsis,) + _spread(pos)], pos, a.shape[-nd:])
     return _land(best, specs[0]), _land(idx, specs[1])
 
@@ -420,12 +425,12 @@ def _intervals(u: np.ndarray, n: int, out: int, k: int) -> np.ndarray:
     """Window starts ``(..., out)`` from samples ``u`` ``(...)``, in ``u``'s dtype as PyTorch:
     ``int((i + u) * alpha) - int(u * alpha)``, ``alpha = (n - k) / (out - 1)``; the last
     window ends at the input's edge."""
-    last = np.full(u.shape + (1,), n - k, dtype=np.int64)
+    last = module_of(u).full(u.shape + (1,), n - k, dtype=np.int64)
     if out == 1:
         return last
     c = u.dtype.type
     alpha = c(n - k) / c(out - 1)
-    i = np.arange(out - 1).astype(u.dtype)
+    i = like(u, np.arange(out - 1).astype(u.dtype))
     starts = ((i + u[..., None]) * alpha).astype(np.int64) - \
         (u * alpha).astype(np.int64)[..., None]
     return np.concatenate([starts, last], axis=-1)
@@ -441,11 +446,12 @@ def _fractional(op, nd: int, input, kernel_size, output_size, random_samples):
     u = arr(random_samples)[:x.shape[0]]
     order = (1, 0) if nd == 2 else (0, 1, 2)  # 2-d samples are (width, height)
     with ignore_fp_errors():
-        pos = [_intervals(u[..., order[d]], sizes[d], out[d], k[d])[..., None] + np.arange(k[d])
+        pos = [_intervals(u[..., order[d]], sizes[d], out[d], k[d])[..., None]
+               + like(u, np.arange(k[d]))
                for d in range(nd)]  # (N, C, o_d, k_d)
     n, c = x.shape[:2]
-    planes = (np.arange(n).reshape((n, 1) + (1,) * 2 * nd),
-              np.arange(c).reshape((1, c) + (1,) * 2 * nd))
+    planes = (like(x, np.arange(n).reshape((n, 1) + (1,) * 2 * nd)),
+              like(x, np.arange(c).reshape((1, c) + (1,) * 2 * nd)))
     best, idx = _window_argmax(x[planes + _spread(pos, 2)], pos, sizes)
     if a.ndim == nd + 1:
         best, idx = best[0], idx[0]
@@ -478,7 +484,7 @@ def _unpool(spec, input: Tensor, indices: Tensor, nd: int) -> Tensor:
     if bad.any():
         raise RuntimeError(f"Found an invalid max index: {idx[bad][0]} (output volumes are of "
                            f"size {'x'.join(map(str, out))})")
-    dst.reshape(rows, -1)[np.arange(rows)[:, None], idx] = arr(input).reshape(rows, -1)
+    dst.reshape(rows, -1)[like(idx, np.arange(rows)[:, None]), idx] = arr(input).reshape(rows, -1)
     return o
 
 

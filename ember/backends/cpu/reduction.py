@@ -22,6 +22,7 @@ from ember.backends.cpu._util import (
     ignore_fp_errors,
     new_output,
 )
+from ember.backends.cpu.xp import cast, like, module_of
 from ember.core import dtype as dt
 from ember.core.layout import numel
 from ember.ops import reduction as red
@@ -256,7 +257,7 @@ def _var_and_mean(input, dims, correction, keepdim):
         m = np.sum(a, axis=dims, keepdims=True) / n
         dev = a - m
         ss = np.sum(dev * dev, axis=dims, keepdims=keepdim)
-        v = ss / np.asarray(max(n - correction, 0), a.dtype)
+        v = ss / a.dtype.type(max(n - correction, 0))
         m = _welford_inf(a, dims, m)
     return v, m if keepdim else np.squeeze(m, axis=dims)
 
@@ -353,8 +354,8 @@ def _vector_norm(a: np.ndarray, ord, dims: tuple, keepdim: bool) -> np.ndarray:
             return np.sum(a, axis=dims, keepdims=keepdim)
         if ord == 2:
             return np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
-        p = np.asarray(ord, a.dtype)
-        return np.sum(a ** p, axis=dims, keepdims=keepdim) ** (np.asarray(1, a.dtype) / p)
+        p = a.dtype.type(ord)
+        return np.sum(a ** p, axis=dims, keepdims=keepdim) ** (a.dtype.type(1) / p)
 
 
 @_impl(red.linalg_vector_norm)
@@ -464,7 +465,7 @@ def _cum_extremum(a: np.ndarray, is_max: bool) -> tuple[np.ndarray, np.ndarray]:
     if a.dtype.kind == "f":
         take |= np.isnan(a)
     take[..., 0] = True
-    pos = np.where(take, np.arange(a.shape[-1]), 0)
+    pos = np.where(take, like(a, np.arange(a.shape[-1])), 0)
     return vals, np.maximum.accumulate(pos, axis=-1)
 
 
@@ -516,13 +517,13 @@ def _median_rows(a: np.ndarray, skip_nan: bool) -> tuple[np.ndarray, np.ndarray]
     order, s = _sorted_last(a)
     n = a.shape[-1]
     if a.dtype.kind != "f":
-        k = np.full(a.shape[:-1], (n - 1) // 2)
+        k = module_of(a).full(a.shape[:-1], (n - 1) // 2)
         return _pick(order, s, k)
     nan = np.isnan(a)
     if skip_nan:
         k = np.maximum((np.sum(~nan, axis=-1) - 1) // 2, 0)
         return _pick(order, s, k)
-    vals, idx = _pick(order, s, np.full(a.shape[:-1], (n - 1) // 2))
+    vals, idx = _pick(order, s, module_of(a).full(a.shape[:-1], (n - 1) // 2))
     has_nan = nan.any(axis=-1)
     return np.where(has_nan, np.nan, vals), np.where(has_nan, np.argmax(nan, axis=-1), idx)
 
@@ -590,7 +591,7 @@ def _mode_order(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return order, s
     flat_a, flat_o = a.reshape(-1, a.shape[-1]), order.reshape(-1, a.shape[-1]).copy()
     for r in np.flatnonzero(np.isnan(flat_a).any(axis=-1)):
-        flat_o[r] = _insertion_order(flat_a[r])
+        flat_o[r] = like(flat_o, _insertion_order(flat_a[r]))
     order = flat_o.reshape(order.shape)
     return order, np.take_along_axis(a, order, -1)
 
@@ -599,9 +600,9 @@ def _mode_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Most frequent value of each row (first in sorted order on ties) and its last index."""
     order, s = _mode_order(a)
     n = a.shape[-1]
-    starts = np.ones(s.shape, bool)
+    starts = module_of(s).ones(s.shape, bool)
     starts[..., 1:] = s[..., 1:] != s[..., :-1]
-    pos = np.arange(n)
+    pos = like(s, np.arange(n))
     run_start = np.maximum.accumulate(np.where(starts, pos, 0), axis=-1)
     best = np.argmax(pos - run_start, axis=-1)
     return _pick(order, s, best)
@@ -627,7 +628,7 @@ def _lerp(a, b, w):
 
 def _quantile_rows(s: np.ndarray, q: np.ndarray, k: np.ndarray, how: str) -> np.ndarray:
     """Quantiles ``q`` of sorted rows ``s`` whose first ``k`` values count; shape (..., nq)."""
-    one = np.asarray(1, s.dtype)
+    one = s.dtype.type(1)
     rank = q * np.maximum(k - one, 0).astype(s.dtype)[..., None]
     lo, hi = np.floor(rank), np.ceil(rank)
     if how in ("lower", "higher", "nearest"):
@@ -645,7 +646,8 @@ def _make_quantile(name: str, skip_nan: bool) -> None:
     @_impl(op)
     def kernel(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
         spec = op.meta_rule(input, q, dim, keepdim, interpolation=interpolation)
-        qv = np.asarray(arr(q) if isinstance(q, Tensor) else q, input._dtype.np).reshape(-1)
+        qv = cast(arr(q) if isinstance(q, Tensor) else like(arr(input), np.asarray(q)),
+                  input._dtype.np).reshape(-1)
         if ((qv < 0) | (qv > 1)).any():
             raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
         if not numel(spec.shape):
@@ -655,7 +657,7 @@ def _make_quantile(name: str, skip_nan: bool) -> None:
         s = np.sort(a, axis=-1)
         nan = np.isnan(s)
         n = s.shape[-1]
-        k = np.sum(~nan, axis=-1) if skip_nan else np.full(s.shape[:-1], n)
+        k = np.sum(~nan, axis=-1) if skip_nan else module_of(s).full(s.shape[:-1], n)
         with ignore_fp_errors():
             r = _quantile_rows(s, qv, k, interpolation)
             if skip_nan:

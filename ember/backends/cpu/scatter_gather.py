@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu._util import arr, new_output
+from ember.backends.cpu._util import arr, arr_on, new_output
+from ember.backends.cpu.xp import array_module, cast, module_of, ufunc_at  # noqa: F401
 from ember.core.layout import canonical_dim, numel
 from ember.ops import scatter_gather as sg
 from ember.tensor import Tensor, empty_tensor
@@ -29,7 +30,7 @@ def _as1d(a: np.ndarray) -> np.ndarray:
 
 def _grid(idx: np.ndarray, dim: int) -> tuple:
     """Index arrays addressing ``target[..., idx[i, j, ...], ...]`` at every position of idx."""
-    key = list(np.indices(idx.shape, sparse=True))
+    key = list(module_of(idx).indices(idx.shape, sparse=True))
     key[dim] = idx
     return tuple(key)
 
@@ -39,11 +40,12 @@ def _at(ufunc, target: np.ndarray, key, values) -> None:
     if ufunc is None:
         target[key] = values
         return
+    xp = module_of(target)
     if target.dtype not in _HALF:
-        ufunc.at(target, key, np.asarray(values).astype(target.dtype, copy=False))
+        ufunc_at(xp, ufunc, target, key, cast(values, target.dtype))
         return
     tmp = target.astype(_F32)
-    ufunc.at(tmp, key, np.asarray(values).astype(_F32))
+    ufunc_at(xp, ufunc, tmp, key, cast(values, _F32))
     np.copyto(target, tmp, casting="unsafe")
 
 
@@ -53,7 +55,7 @@ def _scalar(value, dtype: np.dtype):
         value = arr(value).reshape(()).item() if value._dtype is not sg.dt.bfloat16 \
             else float(arr(value).reshape(()))
     with np.errstate(all="ignore"):
-        return np.array(value).astype(dtype)
+        return np.array(value).astype(dtype)[()]  # a NumPy scalar: any array module takes it
 
 
 def _copy_of(self: Tensor, shape: tuple, out, name: str) -> Tensor:
@@ -162,10 +164,10 @@ def _scatter_reduce_into(target: np.ndarray, dim: int, index: Tensor, src: Tenso
     vals = _as1d(arr(src))[tuple(slice(0, s) for s in idx.shape)].astype(work.dtype)
     if not include_self:
         work[key] = _identity(reduce, work.dtype)
-    _UFUNC[reduce].at(work, key, vals)
+    ufunc_at(module_of(work), _UFUNC[reduce], work, key, vals)
     if reduce == "mean":
-        counts = np.full(t.shape, int(include_self), np.int64)
-        np.add.at(counts, key, 1)
+        counts = module_of(t).full(t.shape, int(include_self), np.int64)
+        ufunc_at(module_of(t), np.add, counts, key, 1)
         divide = np.divide if work.dtype.kind == "f" else np.floor_divide
         divide(work, counts, out=work, where=counts > 0, casting="unsafe")
     if work is not t:
@@ -284,7 +286,7 @@ def _numpy_key(self: Tensor, entries) -> tuple[tuple, tuple]:
     key, dims = [], []
     for d, t in entries:
         key += [slice(None)] * (d - len(key))
-        a = arr(t)
+        a = arr_on(t, self)
         if sg._is_mask(t):
             if a.ndim == 0:
                 continue  # a 0-d mask selects nothing extra (PyTorch's expandTensors)
@@ -298,7 +300,7 @@ def _numpy_key(self: Tensor, entries) -> tuple[tuple, tuple]:
         return tuple(key), self._shape
     shape = sg.advanced_shape(self._shape, dims)
     for d, p in enumerate(key):
-        if isinstance(p, np.ndarray):
+        if not isinstance(p, slice):
             sg.check_bounds(p, self._shape[d], d, negative=True, error=IndexError)
     return tuple(key), shape
 
@@ -309,7 +311,7 @@ def _index(self, indices):
         t = indices[0]
         if isinstance(t, Tensor) and (t._dtype is _INT64 or t._dtype is _INT32):
             # ``x[idx]`` hot path: one index tensor on dim 0 is a ``take`` along it
-            a = arr(t)
+            a = arr(t) if t._device is self._device else arr_on(t, self)
             shape = t._shape + self._shape[1:]
             o = empty_tensor(shape, self._dtype)
             if numel(shape):

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ember.backends.cpu._util import arr, compute_dtype, new_output
+from ember.backends.cpu.xp import argsort, like, module_of
 from ember.core import dtype as dt
 from ember.core.layout import canonical_dim
 from ember.ops import shape as sh
@@ -266,11 +267,12 @@ def _groups(rows: np.ndarray, order: np.ndarray):
     NaN never equals NaN), the group of each original row, and the group sizes."""
     n = rows.shape[0]
     s = rows[order]
-    flags = np.ones(n, bool)
+    xp = module_of(rows)
+    flags = xp.ones(n, bool)
     if n > 1:
         diff = s[1:] != s[:-1]
         flags[1:] = diff.any(axis=tuple(range(1, diff.ndim))) if diff.ndim > 1 else diff
-    group = np.empty(n, np.int64)
+    group = xp.empty(n, np.int64)
     group[order] = np.cumsum(flags) - 1
     starts = np.flatnonzero(flags)
     counts = np.diff(np.append(starts, n))
@@ -286,12 +288,13 @@ def _unique_rows(self: Tensor, d: int | None, sort: bool, name: str):
     src = arr(self).reshape(-1) if d is None else np.moveaxis(arr(self), d, 0)
     rows = _keys(src).reshape(src.shape[0], math.prod(src.shape[1:]))
     n = rows.shape[0]
+    xp = module_of(rows)
     if not sort:
-        order = np.arange(n)
+        order = like(rows, np.arange(n))
     elif d is None:
-        order = np.argsort(rows[:, 0], kind="stable") if n else np.arange(0)
+        order = argsort(xp, rows[:, 0], stable=True) if n else like(rows, np.arange(0))
     else:
-        order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(n)
+        order = np.lexsort(rows.T[::-1]) if rows.shape[1] else like(rows, np.arange(n))
     flags, group, counts = _groups(rows, order)
     uniq = src[order][flags]
     if d is not None:
