@@ -73,7 +73,7 @@ class DeviceBackend:
         name: the device type (``"cpu"``, ``"cuda"``, a renamed PrivateUse1 backend).
         dispatch_key: name of its runtime backend key (``"CPU"``, ``"CUDA"``, ``"PrivateUse1"``).
         array_module: the module kernels compute with (``numpy``; ``cupy``; None for ``meta``).
-            Kernels read it from here (``ember.backends.cpu.xp.array_module``), never by name.
+            Kernels read it from here (``ember.backends.cpu._xp.array_module``), never by name.
         memory: raw memory provider: ``alloc(nbytes) -> (buffer, address)`` and
             ``free(buffer)``; the caching allocator gets its segments from it. ``buffer`` is a
             flat ``uint8`` array of ``array_module`` (a storage's bytes are a slice of it).
@@ -83,7 +83,7 @@ class DeviceBackend:
         kernels: module whose import registers this backend's kernels.
         kernels_from: device type whose kernels this backend reuses (same array API); kernel
             details the array modules spell differently are named helpers in
-            ``ember/backends/cpu/xp.py`` (``xp.register_helpers``).
+            ``ember/backends/cpu/_xp.py`` (``xp.register_helpers``).
         synchronize: ``() -> None``, waits for the device's queued work (a no-op on
             synchronous devices). ``ember.<name>.synchronize()`` and every blocking copy to the
             host (``Tensor.to("cpu")``, ``.item()``) call it.

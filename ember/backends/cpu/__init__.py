@@ -30,7 +30,7 @@ as CuPy's do, runs the op table's pointwise, reduction, view, matmul, indexing, 
 pooling and nn-functional entries, bit for bit equal to the CPU, every output a device array
 from the device's allocator.
 
-Where NumPy and CuPy differ, kernels call a named helper of ``ember/backends/cpu/xp.py``
+Where NumPy and CuPy differ, kernels call a named helper of ``ember/backends/cpu/_xp.py``
 whose CuPy spelling a backend supplies with ``xp.register_helpers``: ``ufunc_at`` (``np.add.at``
 in scatters, col2im; ``cupyx.scatter_add``/``scatter_max``/``scatter_min``), ``as_strided``
 (conv/pooling windows; ``cupy.lib.stride_tricks``), ``reduceat``, ``sort``/``argsort`` with a

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu.xp import array_module, from_host, to_host
+from ember.backends.cpu._xp import array_module, from_host, to_host
 from ember.core import dtype as dt
 from ember.core.device import CPU
 from ember.core.layout import contiguous_strides, storage_extent

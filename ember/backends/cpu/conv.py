@@ -19,9 +19,9 @@ import math
 import numpy as np
 
 import ember.ops.conv as cv
-from ember.backends.cpu import xp as xpm
+from ember.backends.cpu import _xp as xpm
 from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output
-from ember.backends.cpu.xp import like, module_of
+from ember.backends.cpu._xp import like, module_of
 from ember.tensor import Tensor
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.backends.cpu._util import arr, ignore_fp_errors
-from ember.backends.cpu.xp import array_module
+from ember.backends.cpu._xp import array_module
 from ember.core.device import CPU, Device
 from ember.memory.devices import get_backend
 from ember.ops import copy as cp

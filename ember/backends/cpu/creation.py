@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.backends.cpu._util import arr, arr_on, new_output
-from ember.backends.cpu.xp import like
+from ember.backends.cpu._xp import like
 from ember.core import dtype as dt
 from ember.ops import creation as cr
 from ember.tensor import Tensor, empty_tensor

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.backends.cpu._util import arr, compute_dtype, new_output, run_ufunc
-from ember.backends.cpu.xp import cast, module_of
+from ember.backends.cpu._xp import cast, module_of
 from ember.core import dtype as dt
 from ember.ops import linalg as la
 from ember.tensor import Tensor

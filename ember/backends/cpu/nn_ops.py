@@ -13,7 +13,6 @@ import numpy as np
 import ember.ops.nn_ops as nn
 from ember.backends.cpu._util import arr, compute_dtype, ignore_fp_errors, new_output, workspace
 from ember.backends.cpu.pointwise import erfc64
-from ember.backends.cpu.xp import array_module, cast  # noqa: F401
 from ember.core.layout import canonical_dim
 from ember.tensor import Tensor
 

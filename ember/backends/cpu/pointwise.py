@@ -25,7 +25,7 @@ from ember.backends.cpu._util import (
     ignore_fp_errors,
     new_output,
 )
-from ember.backends.cpu.xp import cast, module_of
+from ember.backends.cpu._xp import cast, module_of
 from ember.core import dtype as dt
 from ember.core.device import CPU
 from ember.core.layout import broadcast_shapes

@@ -20,8 +20,9 @@ import math
 import numpy as np
 
 import ember.ops.pooling as pl
-from ember.backends.cpu import xp as xpm
+from ember.backends.cpu import _xp as xpm
 from ember.backends.cpu._util import arr, ignore_fp_errors, new_output
+from ember.backends.cpu._xp import like, module_of
 from ember.backends.cpu.conv import (
     _apply_along,
     _col2im_add,
@@ -31,7 +32,6 @@ from ember.backends.cpu.conv import (
     _src,
     _windows,
 )
-from ember.backends.cpu.xp import like, module_of
 from ember.tensor import Tensor
 
 

@@ -22,7 +22,7 @@ from ember.backends.cpu._util import (
     ignore_fp_errors,
     new_output,
 )
-from ember.backends.cpu.xp import cast, like, module_of
+from ember.backends.cpu._xp import cast, like, module_of
 from ember.core import dtype as dt
 from ember.core.layout import numel
 from ember.ops import reduction as red

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.backends.cpu._util import arr, arr_on, new_output
-from ember.backends.cpu.xp import array_module, cast, module_of, ufunc_at  # noqa: F401
+from ember.backends.cpu._xp import array_module, cast, module_of, ufunc_at  # noqa: F401
 from ember.core.layout import canonical_dim, numel
 from ember.ops import scatter_gather as sg
 from ember.tensor import Tensor, empty_tensor

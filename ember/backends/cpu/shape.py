@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ember.backends.cpu._util import arr, compute_dtype, new_output
-from ember.backends.cpu.xp import argsort, like, module_of
+from ember.backends.cpu._xp import argsort, like, module_of
 from ember.core import dtype as dt
 from ember.core.layout import canonical_dim
 from ember.ops import shape as sh

@@ -385,9 +385,9 @@ def argsort(a, axis: int = -1, stable: bool = False):
 
 
 def register_kernel_helpers() -> None:
-    """Give the CPU kernels CuPy's spellings (``ember.backends.cpu.xp.register_helpers``)."""
+    """Give the CPU kernels CuPy's spellings (``ember.backends.cpu._xp.register_helpers``)."""
     try:
-        from ember.backends.cpu.xp import register_helpers
+        from ember.backends.cpu._xp import register_helpers
     except ImportError:  # kernels that do not take helpers yet
         return
     register_helpers(cupy, ufunc_at=ufunc_at, as_strided=as_strided, reduceat=reduceat,
