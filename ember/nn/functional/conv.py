@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import ember.ops.conv as _ops
+from ember.nn.functional import _interpolate as _interp
 from ember.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -117,10 +118,12 @@ def _output_size(input: Tensor, size, scale_factor, recompute: bool | None):
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
-    """Resize ``(N, C, L)`` or ``(N, C, H, W)`` (``torch.nn.functional.interpolate``).
+    """Resize ``(N, C, *spatial)`` with 1-3 spatial dims (``torch.nn.functional.interpolate``).
 
-    Modes: ``'nearest'`` (3-d or 4-d), ``'linear'`` (3-d), ``'bilinear'`` (4-d), with
-    PyTorch's source-index rules, ``align_corners`` and ``scale_factor`` handling.
+    Modes: ``'nearest'``, ``'nearest-exact'`` and ``'area'`` (3-5-d), ``'linear'`` (3-d),
+    ``'bilinear'`` and ``'bicubic'`` (4-d), ``'trilinear'`` (5-d), with PyTorch's
+    source-index rules, ``align_corners``, ``scale_factor`` and ``recompute_scale_factor``
+    handling. ``antialias=True`` is not supported (NotImplementedError).
 
     Example:
         >>> import ember
@@ -135,9 +138,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     elif align_corners is None:
         align_corners = False
     if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by ember")
+        _interp.antialias_unsupported(mode)
     out, scales = _output_size(input, size, scale_factor, recompute_scale_factor)
     key = (input.ndim, mode)
+    if _SEPARABLE.get(mode) is not None and input.ndim in _SEPARABLE[mode] and \
+            key not in ((4, "nearest"), (3, "nearest"), (4, "bilinear"), (3, "linear")):
+        return _interp.resample(input, out, scales, mode, align_corners)
     if key == (4, "nearest"):
         return _ops.upsample_nearest2d(input, out, *scales)
     if key == (3, "nearest"):
@@ -149,14 +155,18 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         x = input.unsqueeze(-2)
         return _ops.upsample_bilinear2d(x, [1, out[0]], align_corners, None,
                                         scales[0]).squeeze(-2)
-    if mode in ("linear", "bilinear", "trilinear", "nearest"):
-        need = {"linear": 3, "bilinear": 4, "trilinear": 5}.get(mode)
-        if need is not None:
-            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
-                                      f"{need}D input")
-    raise NotImplementedError(f"Input Error: Only 3D and 4D input Tensors supported (got "
-                              f"{input.ndim}D) for the modes: nearest | linear | bilinear "
-                              f"(got {mode})")
+    need = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}.get(mode)
+    if need is not None and input.ndim in (3, 4, 5):
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need}D "
+                                  f"input")
+    raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                              f"{input.ndim}D) for the modes: nearest | linear | bilinear | "
+                              f"bicubic | trilinear | area | nearest-exact (got {mode})")
+
+
+# mode -> input ranks served by the separable resampler (ember/nn/functional/_interpolate.py)
+_SEPARABLE = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "area": (3, 4, 5),
+              "linear": (3,), "bilinear": (4,), "trilinear": (5,), "bicubic": (4,)}
 
 
 def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
