@@ -119,11 +119,50 @@ def resample(input: Tensor, out: list, scales: list, mode: str, align_corners) -
     return x if x is not input else input.clone()
 
 
-def antialias_unsupported(mode: str) -> None:
-    if mode not in ("bilinear", "bicubic"):
+def _aa_filter(mode: str):
+    if mode == "bilinear":
+        return lambda x: np.maximum(1.0 - np.abs(x), 0.0)
+    a = -0.5  # torch's antialiased bicubic uses Keys' a = -0.5
+
+    def cubic(x):
+        x = np.abs(x)
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+    return cubic
+
+
+def _aa_matrix(n_in, n_out, align_corners, scale, mode, real) -> np.ndarray:
+    """(n_out, n_in) weights of torch's antialiased resampling: the filter stretched by the
+    scale when downsampling, each row normalised to sum 1."""
+    s = real(_scale(n_in, n_out, align_corners, scale))
+    interp = 2 if mode == "bilinear" else 4
+    support = interp * 0.5 * s if s >= 1 else real(interp * 0.5)
+    invscale = 1 / s if s >= 1 else real(1)
+    W = np.zeros((n_out, n_in), dtype=real)
+    filt = _aa_filter(mode)
+    for i in range(n_out):
+        center = s * (i + real(0.5))
+        lo = max(int(center - support + real(0.5)), 0)
+        hi = min(int(center + support + real(0.5)), n_in)
+        w = filt((np.arange(lo, hi, dtype=real) - center + real(0.5)) * invscale).astype(real)
+        total = w.sum()
+        W[i, lo:hi] = w / total if total != 0 else w
+    return W
+
+
+def antialiased(input: Tensor, out: list, scales: list, mode: str, align_corners) -> Tensor:
+    """torch's ``antialias=True`` resampling (bilinear/bicubic, 4-d), one dim at a time."""
+    if mode not in ("bilinear", "bicubic") or input.ndim != 4:
         raise ValueError(f"Anti-alias option is restricted to bilinear and bicubic modes and "
                          f"requires a 4-D tensor as input; got mode {mode}")
-    raise NotImplementedError("interpolate: antialias=True is not supported by ember")
+    x = input
+    for i, (n_out, scale) in enumerate(zip(out, scales)):
+        dim = i + 2
+        W = _aa_matrix(x.shape[dim], n_out, align_corners, scale, mode, _real(x))
+        Wt = tensor(W.T.astype(np.float64), dtype=x.dtype, device=x.device)  # (in, out)
+        x = (x.movedim(dim, -1) @ Wt).movedim(-1, dim)
+    return x
 
 
 __all__ = ["resample"]

@@ -123,7 +123,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     Modes: ``'nearest'``, ``'nearest-exact'`` and ``'area'`` (3-5-d), ``'linear'`` (3-d),
     ``'bilinear'`` and ``'bicubic'`` (4-d), ``'trilinear'`` (5-d), with PyTorch's
     source-index rules, ``align_corners``, ``scale_factor`` and ``recompute_scale_factor``
-    handling. ``antialias=True`` is not supported (NotImplementedError).
+    handling; ``antialias=True`` (bilinear and bicubic) widens the filter when downsampling,
+    as torch.
 
     Example:
         >>> import ember
@@ -137,9 +138,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                              "modes: linear | bilinear | bicubic | trilinear")
     elif align_corners is None:
         align_corners = False
-    if antialias:
-        _interp.antialias_unsupported(mode)
     out, scales = _output_size(input, size, scale_factor, recompute_scale_factor)
+    if antialias:
+        return _interp.antialiased(input, out, scales, mode, align_corners)
     key = (input.ndim, mode)
     if _SEPARABLE.get(mode) is not None and input.ndim in _SEPARABLE[mode] and \
             key not in ((4, "nearest"), (3, "nearest"), (4, "bilinear"), (3, "linear")):

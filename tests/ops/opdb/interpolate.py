@@ -1,6 +1,7 @@
 """Op-table entries: ``F.interpolate``'s nearest-exact, area, bicubic, trilinear and 5-d
 nearest modes (sizes and scale factors, up and down, ``align_corners``,
-``recompute_scale_factor``), on hostile layouts, and its mode/rank errors."""
+``recompute_scale_factor``), antialiased bilinear/bicubic, on hostile layouts, and its
+mode/rank errors."""
 
 from __future__ import annotations
 
@@ -37,6 +38,18 @@ def _samples(mode, ranks, corners=(None,)):
     return gen
 
 
+def _antialias_samples(mode):
+    def gen(dtype):
+        for lay in ("contiguous", "permuted", "strided"):
+            x = make((2, 3, 11, 7), dtype, layout=lay)
+            for kw in (dict(size=(3, 9)), dict(scale_factor=0.3), dict(scale_factor=1.7),
+                       dict(size=(1, 1)), dict(scale_factor=(0.5, 2.0))):
+                for ac in (False, True):
+                    yield SampleInput((x,), dict(kw, mode=mode, align_corners=ac,
+                                                 antialias=True), f"{lay}-{kw}-ac={ac}")
+    return gen
+
+
 def _errors():
     def e(x, kw, err, match=None):
         return ErrorInput(SampleInput((x,), kw), err, match)
@@ -50,6 +63,8 @@ def _errors():
             "Non-empty 4D data tensor expected")
     yield e(ember.ones(1, 1, 4, 4), dict(size=2, mode="nearest", antialias=True), ValueError,
             "Anti-alias option is restricted")
+    yield e(ember.ones(1, 1, 4), dict(size=2, mode="linear", antialias=True), ValueError,
+            "Anti-alias option is restricted")
 
 
 OPS = [
@@ -60,6 +75,10 @@ OPS = [
     OpInfo("interpolate_trilinear", _fn, _samples("trilinear", (5,), (False, True)),
            FLOATS[:2], tol=TOL),
     OpInfo("interpolate_bicubic", _fn, _samples("bicubic", (4,), (False, True)), FLOATS[:2],
+           tol=TOL),
+    OpInfo("interpolate_bilinear_antialias", _fn, _antialias_samples("bilinear"), FLOATS[:2],
+           tol=TOL),
+    OpInfo("interpolate_bicubic_antialias", _fn, _antialias_samples("bicubic"), FLOATS[:2],
            tol=TOL),
     OpInfo("interpolate_errors", _fn, lambda d: [], dtypes=(), errors=_errors),
 ]
