@@ -16,6 +16,7 @@ import weakref
 import ember.compiler.explain  # noqa: F401 - the module (the package exports a function too)
 from ember.compiler.backends import lookup_backend
 from ember.compiler.cache import CompileContext
+from ember.compiler.config import default_backend
 from ember.compiler.exc import CompileError
 from ember.nn.modules.module import Module
 
@@ -68,13 +69,13 @@ def _check_options(model, backend, fullgraph, dynamic, mode, options) -> None:
         raise TypeError(f"ember.compile: dynamic must be None, True or False; got {dynamic!r}")
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"ember.compile: options must be a dict; got {type(options).__name__}")
-    lookup_backend("numpy" if backend == "inductor" else backend)
+    lookup_backend(default_backend() if backend == "inductor" else backend)
     if inspect.isgeneratorfunction(model) or inspect.iscoroutinefunction(model):
         return  # runs natively; the driver reports why
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,  # noqa: A001
-            backend="numpy", mode: str | None = None, options: dict | None = None,
+            backend="inductor", mode: str | None = None, options: dict | None = None,
             disable: bool = False):
     """Compile a function or ``nn.Module`` (``torch.compile``).
 
@@ -87,8 +88,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
         fullgraph: raise ``GraphBreakError`` instead of breaking the graph.
         dynamic: ``None`` (specialise, then mark dims that change dynamic), ``True`` or
             ``False`` (specialise on every shape).
-        backend: ``"numpy"`` (default; ``"inductor"`` means the same here), ``"eager"``, or a
-            callable ``(graph_module, example_inputs) -> callable``.
+        backend: ``"inductor"`` (default: ``ember.compiler.config.default_backend()``),
+            ``"c"`` (fused C kernels), ``"numpy"``, ``"eager"``, or a callable
+            ``(graph_module, example_inputs) -> callable``.
         mode: torch's mode names are accepted and change nothing yet.
         options: backend options (a dict).
         disable: return ``model`` unchanged.
@@ -119,8 +121,8 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
     _check_options(model, backend, fullgraph, dynamic, mode, options)
     if disable:
         return model
-    ctx = CompileContext("numpy" if backend == "inductor" else backend, fullgraph, dynamic,
-                         mode, options)
+    ctx = CompileContext(default_backend() if backend == "inductor" else backend, fullgraph,
+                         dynamic, mode, options)
     ctx.warned_no_driver = False
     _CONTEXTS.add(ctx)
     if isinstance(model, Module):

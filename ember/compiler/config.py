@@ -7,8 +7,18 @@
 from __future__ import annotations
 
 import contextlib
+import os
 
-__all__ = ["config", "Config"]
+__all__ = ["config", "Config", "default_backend"]
+
+DEFAULT_BACKEND = "c"
+
+
+def default_backend() -> str:
+    """The backend of ``ember.compile(backend="inductor")`` (its default): ``$EMBER_BACKEND``
+    when set (``c``, ``numpy`` or ``eager``), else ``DEFAULT_BACKEND``. The ``c`` backend
+    itself falls back to ``numpy``, with one warning, where no C compiler works."""
+    return os.environ.get("EMBER_BACKEND") or DEFAULT_BACKEND
 
 _DEFAULTS = {
     # entries per (code object, offset) before the frame runs natively (Dynamo's default)
