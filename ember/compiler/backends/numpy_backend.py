@@ -281,6 +281,10 @@ def _reduce(g, node, b):
     if b.get("dtype") is not None or not _same_float(node, x) or x.val.ndim == 0:
         return None
     dims = _dims(b.get("dim"), x.val.ndim)
+    shape = x.val.shape
+    if node.target.name == "mean" and any(
+            shape[d] == 0 for d in (range(len(shape)) if dims is None else dims)):
+        return None     # NumPy warns "Mean of empty slice"; the ember op gives NaN quietly
     fn = {"sum": "np.sum", "mean": "np.mean", "amax": "np.amax", "amin": "np.amin"}
     return f"{fn[node.target.name]}({g.a(x)}, axis={dims!r}, keepdims={bool(b['keepdim'])})"
 
