@@ -437,6 +437,8 @@ def mv(input, vec, *, out=None):
         >>> ember.mv(ember.tensor([[1.0, 2.0], [3.0, 4.0]]), ember.tensor([1.0, -1.0]))
         tensor([-1., -1.])
     """
+    if input.ndim == 0:  # torch reads input.size(0) first
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     return Spec(_mv_shape(None, input, vec), input._dtype)
 
 

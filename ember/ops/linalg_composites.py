@@ -259,6 +259,9 @@ def cholesky_inverse(input, upper: bool = False):
     """
     from ember.ops.linalg import linalg_inv
     _require("cholesky_inverse", input)
+    if input.ndim >= 2 and input._shape[-1] != input._shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they "
+                           f"are {input._shape[-2]} by {input._shape[-1]} matrices")
     return linalg_inv(input.mT @ input if upper else input @ input.mT)
 
 

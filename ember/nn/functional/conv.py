@@ -142,6 +142,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if antialias:
         return _interp.antialiased(input, out, scales, mode, align_corners)
     key = (input.ndim, mode)
+    if mode != "area" and input.ndim in (3, 4, 5) and any(s == 0 for s in input.shape[1:]):
+        raise RuntimeError(f"Non-empty {input.ndim}D data tensor expected but got a tensor "
+                           f"with sizes {list(input.shape)}")
     if _SEPARABLE.get(mode) is not None and input.ndim in _SEPARABLE[mode] and \
             key not in ((4, "nearest"), (3, "nearest"), (4, "bilinear"), (3, "linear")):
         return _interp.resample(input, out, scales, mode, align_corners)

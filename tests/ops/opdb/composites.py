@@ -270,6 +270,8 @@ def _chol_factor_samples(d):
     for upper in (False, True):
         f = ember.linalg.cholesky(_spd(d), upper=upper)
         yield SampleInput((f, upper), {}, f"upper={upper}")
+    for shape in ((0, 4), (3, 4), (0, 0), (2, 0, 0)):  # torch checks squareness first
+        yield SampleInput((make(shape, d), False), {}, f"{list(shape)}")
 
 
 def _chol_solve_samples(d):

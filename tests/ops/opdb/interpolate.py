@@ -59,8 +59,13 @@ def _errors():
             "bicubic mode needs 4D input")
     yield e(ember.ones(1, 1, 4, 4), dict(size=2, mode="area", align_corners=True), ValueError,
             "align_corners option can only be set")
-    yield e(ember.ones(1, 0, 4, 4), dict(size=2, mode="nearest-exact"), RuntimeError,
-            "Non-empty 4D data tensor expected")
+    for mode in ("nearest-exact", "nearest", "bilinear"):
+        yield e(ember.ones(1, 0, 4, 4), dict(size=2, mode=mode), RuntimeError,
+                "Non-empty 4D data tensor expected")
+        yield e(ember.ones(1, 2, 0, 4), dict(size=2, mode=mode), RuntimeError,
+                "Non-empty 4D data tensor expected")
+    yield e(ember.ones(1, 0, 4), dict(size=2, mode="linear"), RuntimeError,
+            "Non-empty 3D data tensor expected")
     yield e(ember.ones(1, 1, 4, 4), dict(size=2, mode="nearest", antialias=True), ValueError,
             "Anti-alias option is restricted")
     yield e(ember.ones(1, 1, 4), dict(size=2, mode="linear", antialias=True), ValueError,
