@@ -16,6 +16,7 @@ from ember import ops as ops
 from ember import optim as optim
 from ember import random as random
 from ember import serialization as serialization
+from ember import signal as signal
 from ember import special as special
 from ember import testing as testing
 from ember import utils as utils

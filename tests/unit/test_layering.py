@@ -34,7 +34,8 @@ INDEPENDENT_LAYERS = {8, 9}
 # The torch-like namespace and the applications on top (demo, examples): these may import
 # anything, and no layer may import them.
 NAMESPACE = {"__init__", "library", "linalg", "random", "demo", "examples", "accelerator", "cuda",
-             "mps", "_dynamo", "_logging", "special"}
+             "mps", "_dynamo", "_logging", "special",
+             "signal"}
 
 
 def _module_name(path: Path, root: Path) -> str:
