@@ -47,6 +47,8 @@ def _dev(x):
         return x.view(FakeCupyArray)
     if isinstance(x, np.generic):  # CuPy answers 0-d arrays where NumPy gives scalars
         return np.asarray(x).view(FakeCupyArray)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # a named tuple (linalg results)
+        return type(x)(*(_dev(v) for v in x))
     if isinstance(x, tuple | list):
         return type(x)(_dev(v) for v in x)
     return x

@@ -5,7 +5,8 @@ Every entry's float32 and float64 samples run on the CPU and, copied in the same
 reordered floating-point sums (GPU reductions and cuBLAS sum in another order than NumPy):
 a few units in the last place of the result's magnitude. Entries that refuse on the CPU must
 refuse on cuda with the same exception type. Float64 samples also compare gradients (the same
-random cotangent through ``autograd.grad``).
+random cotangent through ``autograd.grad``). Samples holding bfloat16 tensors are left out:
+CuPy has no bfloat16 dtype, so the cuda device has none.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ def _close(got, ref, dtype: str, where: str) -> None:
 @pytest.mark.parametrize("info,dtype", CASES)
 def test_op_table_on_cuda(info, dtype):
     for sample in info.samples(dtype):
+        if any(t.dtype == ember.bfloat16 for t in
+               _tensors([*sample.args, *sample.kwargs.values()])):
+            continue  # CuPy has no bfloat16 (mixed-dtype samples)
         args, kwargs = to_cuda((sample.args, sample.kwargs))
         try:
             ref = info.fn(ember, *sample.args, **sample.kwargs)

@@ -67,7 +67,9 @@ def _upload(dst, s: np.ndarray, via_float32: bool, non_blocking: bool) -> None:
         if not non_blocking:
             rt.current_stream()._cs.synchronize()
         return
-    host = np.ascontiguousarray(s)
+    host = np.asarray(s)
+    if not host.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        host = host.copy(order="C")
     if via_float32:
         host = host.astype(np.float32)
     cupy.copyto(dst, cupy.asarray(host), casting="unsafe")

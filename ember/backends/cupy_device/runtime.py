@@ -332,8 +332,10 @@ def to_host(array, non_blocking: bool = False) -> np.ndarray:
 
 def from_host(array, non_blocking: bool = False):
     """A CuPy array with a host array's values, copied on the current stream."""
-    out = cupy.empty(array.shape, array.dtype)
-    host = np.ascontiguousarray(array)
+    host = np.asarray(array)
+    if not host.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        host = host.copy(order="C")
+    out = cupy.empty(host.shape, host.dtype)
     if host.size:
         out.set(host, stream=current_stream()._cs)
     return out
