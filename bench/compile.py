@@ -414,9 +414,11 @@ def _compile_times(which: str) -> None:
     with tempfile.TemporaryDirectory() as d:
         env = {**os.environ, "EMBER_CACHE_DIR": d}
         for label in ("cold", "disk cache"):
-            out = subprocess.run([sys.executable, __file__, "--first-step", which], env=env,
-                                 capture_output=True, text=True, check=True).stdout
-            print(f"ember compile time of the {which} step (C backend, {label}): {out.strip()}")
+            res = subprocess.run([sys.executable, __file__, "--first-step", which], env=env,
+                                 capture_output=True, text=True)
+            out = res.stdout.strip() if res.returncode == 0 else \
+                f"failed: {res.stderr.strip().splitlines()[-1:]}"
+            print(f"ember compile time of the {which} step (C backend, {label}): {out}")
 
 
 def first_step(which: str) -> None:
