@@ -10,6 +10,7 @@ from ember import backends as _backends  # noqa: F401  (autocast policies)
 from ember import cuda as cuda
 from ember import library as library
 from ember import linalg as linalg
+from ember import masked as masked
 from ember import mps as mps
 from ember import nn as nn
 from ember import ops as ops
