@@ -288,6 +288,18 @@ def partition(joint: JointGraph):
             continue
         bw_nodes.add(id(n))
         stack.extend(inputs[id(n)])
+    # views of inputs (``w.t()`` read by a matmul's gradient) are recomputed, not saved: the
+    # backward takes the input itself (never one written in place: its view would change)
+    written = inputs[_FINAL]
+    for n in list(saved.values()):
+        if (n.op == "call" and isinstance(n.target, Operator) and Tag.view in n.target.tags
+                and not n.target._is_inplace and id(n) not in written
+                and all(i.op == "placeholder" and id(i) not in written
+                        for i in inputs[id(n)])):
+            del saved[id(n)]
+            bw_nodes.add(id(n))
+            for i in inputs[id(n)]:
+                saved[id(i)] = i
     order = {id(n): i for i, n in enumerate(jg.nodes)}
     saved_list = sorted(saved.values(), key=lambda n: order[id(n)])
     fw_need |= _ancestors(saved_list, inputs)
