@@ -16,7 +16,9 @@ region (compiler-design.md section 8):
    the outputs need, or that change state (in-place ops such as BatchNorm's running-stat
    updates, random ops), form the forward graph. Forward-side nodes that only the backward
    reads (``w.t()`` for a matmul's gradient, a sigmoid recomputed for its derivative) are
-   *recomputed* in the backward graph from saved inputs instead of being saved. Everything
+   *recomputed* in the backward graph from saved inputs instead of being saved, as are views
+   of graph inputs (the input is saved; pointwise chains the forward needs are saved, not
+   recomputed: on the NumPy backend recomputing costs more than keeping them). Everything
    the backward reads from the forward is saved (``save_for_backward``, so eager's
    modified-in-place checks hold).
 3. **Runtime.** Both graphs are compiled with the region's backend (the backward on first
