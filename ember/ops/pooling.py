@@ -405,13 +405,14 @@ def _check_adaptive(name: str, x: Tensor, output_size, nd: int, is_max: bool) ->
         shown = ", ".join(map(str, out[:2])) + ("," + str(out[2]) if nd == 3 else "")
         raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
                            f"but received {{{shown}}}")
-    if not is_max:
-        _nonempty_planes(name, x)
+    if not is_max:  # torch's 1-d/2-d averages let zero channels through, its 3-d one not
+        _nonempty_planes(name, x, nd if nd < 3 else None)
     return out
 
 
-def _nonempty_planes(name: str, x: Tensor) -> None:
-    for i in range(1, x.ndim):
+def _nonempty_planes(name: str, x: Tensor, nd: int | None = None) -> None:
+    # ``nd``: check only the ``nd`` spatial dims
+    for i in range(1 if nd is None else x.ndim - nd, x.ndim):
         if x._shape[i] == 0:
             raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
                                f"dimensions, but input has sizes {_shape_str(x._shape)} with "

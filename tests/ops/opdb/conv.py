@@ -265,6 +265,18 @@ def _adaptive_samples(cases):
     return gen
 
 
+def _adaptive_zero_channels(lib, name, x, out):
+    return _adaptive_fn(name, name.startswith("adaptive_max"))(lib, x, out)
+
+
+def _zero_channel_samples(dtype):
+    for nd in (1, 2, 3):
+        for kind in ("avg", "max"):
+            for shape in ((2, 0) + (5,) * nd, (0,) + (5,) * nd, (2, 3, 0) + (5,) * (nd - 1)):
+                yield SampleInput((f"adaptive_{kind}_pool{nd}d", make(shape, dtype), 3), {},
+                                  f"{kind}{nd}d{list(shape)}")
+
+
 def _adaptive_fn(name: str, indices: bool):
     def fn(lib, x, out):
         if _is_torch(lib):
@@ -784,6 +796,10 @@ OPS = [
            _adaptive_samples(_ADAPTIVE1D), FLOATS, tol=TOL),
     OpInfo("adaptive_max_pool2d", _adaptive_fn("adaptive_max_pool2d", True),
            _adaptive_samples(_ADAPTIVE2D), FLOATS),
+    # zero channels: averages pass (values only: torch's backward then refuses the empty
+    # grad_output while ember's gives the empty gradient), maxima refuse
+    OpInfo("adaptive_pool_zero_channels", _adaptive_zero_channels, _zero_channel_samples,
+           ("float32", "float64")),
     OpInfo("adaptive_max_pool1d", _adaptive_fn("adaptive_max_pool1d", True),
            _adaptive_samples(_ADAPTIVE1D), FLOATS),
     *[OpInfo(f"pad_{mode}", _pad_fn, _pad_samples(mode), FLOATS,
@@ -800,3 +816,6 @@ OPS = [
 # int dtypes run through conv (torch's slow path) but not through the float-only ops
 OPS.append(OpInfo("conv2d_int", _conv_fn(2), lambda d: list(_conv_samples(2)(d))[:2],
                   ("int32", "int64")))
+# torch's adaptive average pooling backward refuses an empty grad_output that ember accepts
+OPS[[i.name for i in OPS].index("adaptive_pool_zero_channels")].grad = False
+
