@@ -1118,7 +1118,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    g = input.reshape(n, num_groups, -1)
+    per_group = (c // num_groups) * math.prod(input.shape[2:])  # not -1: n may be 0
+    g = input.reshape(n, num_groups, per_group)
     mean = g.mean(-1, keepdim=True)
     var = g.var(-1, correction=0, keepdim=True)
     y = ((g - mean) * (var + eps).rsqrt()).reshape(input.shape)

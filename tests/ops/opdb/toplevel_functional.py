@@ -52,6 +52,8 @@ def _group_norm_samples(d):
     x = _x((2, 4, 5), d, "permuted")
     yield SampleInput((x, 2, _x((4,), d), _x((4,), d), 1e-5, True), {}, "affine")
     yield SampleInput((x, 4), {}, "plain")
+    yield SampleInput((_x((0, 4, 5), d), 2, _x((4,), d), _x((4,), d)), {}, "empty-batch")
+    yield SampleInput((_x((0, 4), d), 4), {}, "empty-batch-2d")
 
 
 def _batch_norm_samples(d):
