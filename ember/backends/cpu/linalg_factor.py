@@ -2,15 +2,18 @@
 
 The factorisation is LAPACK's unblocked right-looking ``getf2``, vectorised over the batch:
 one Python step per column (the pivot is the first entry of largest magnitude, as ``idamax``),
-so pivots and ``info`` follow LAPACK's rules. Arrays come from the tensors' array module
-(``array_module``); outputs from ``new_output``.
+so pivots and ``info`` follow LAPACK's rules. LU and the triangular solves take their array
+module from the tensors (``array_module``); the LDL factorisation's pivot search is scalar
+code on host NumPy arrays (it cannot run on another array module as it is). Outputs come from
+``new_output``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu._util import arr, array_module, new_output
+from ember.backends.cpu._util import arr, new_output
+from ember.backends.cpu._xp import array_module
 from ember.ops import linalg_factor as lf
 
 
