@@ -58,6 +58,15 @@ CASES = [
     ("layer_norm", lambda lib, x: _fn(lib).layer_norm(x, (5,)), [(4, 3, 5)], 0),
     ("gelu_relu", lambda lib, x: _fn(lib).gelu(_fn(lib).relu(x)), [(4, 3, 5)], 0),
     ("mse_loss", lambda lib, x, y: _fn(lib).mse_loss(x, y), [(4, 5), (4, 5)], 0),
+    ("adv_index", lambda lib, a: a[lib.tensor([2, 0, 2])] * 2, [(4, 3, 5)], 0),
+    ("adv_index_dim1", lambda lib, a: a[:, lib.tensor([1, 4])], [(4, 3, 5)], 0),
+    ("index_select", lambda lib, a: a.index_select(1, lib.tensor([0, 3, 3])), [(4, 3, 5)], 0),
+    ("gather", lambda lib, a: a.gather(1, lib.tensor([[0, 4], [1, 1], [2, 3]])), [(4, 3, 5)],
+     0),
+    ("embedding", lambda lib, w: _fn(lib).embedding(lib.tensor([[1, 0], [2, 2]]), w),
+     [(4, 3, 5)], 0),
+    ("cross_entropy", lambda lib, x: _fn(lib).cross_entropy(x, lib.tensor([1, 0, 4])),
+     [(4, 3, 5)], 0),
     ("in_dim_1", lambda lib, a: a * 2, [(3, 4, 5)], 1),
     ("in_dim_neg", lambda lib, a: a.sum(0), [(3, 5, 4)], -1),
 ]
@@ -208,3 +217,13 @@ def test_output_errors():
         vmap(lambda a: a, out_dims=(0, 0))(ember.zeros(2))
     with pytest.raises(RuntimeError, match="dynamic shape"):
         vmap(lambda a: a.nonzero())(ember.ones(2, 3))
+
+
+def test_batched_indices():
+    a = np.random.default_rng(6).standard_normal((4, 5, 3)).astype(np.float32)
+    idx = np.random.default_rng(7).integers(0, 5, (4, 2))
+    for f in (lambda x, i: x[i], lambda x, i: x.index_select(0, i) * 1.0,
+              lambda x, i: x.gather(0, i.unsqueeze(-1).expand(2, 3))):
+        out_e = vmap(f)(ember.tensor(a), ember.tensor(idx))
+        out_t = tf.vmap(f)(torch.tensor(a), torch.tensor(idx))
+        np.testing.assert_allclose(out_e.numpy(), out_t.numpy(), rtol=1e-6)
