@@ -313,6 +313,8 @@ def jvp(func, primals: tuple, tangents: tuple, *, strict: bool = False, has_aux:
 
     flat_t = _check_jvp_args(primals, tangents)
     flat_p, spec = tree_flatten(primals)
+    if current_levels():
+        return _jvp_by_vjp(func, primals, flat_t, has_aux)
     with fwAD.dual_level():
         duals = [fwAD.make_dual(p, t) for p, t in zip(flat_p, flat_t)]
         out, aux = _split_aux(func(*tree_unflatten(duals, spec)), has_aux, "jvp")
@@ -326,6 +328,30 @@ def jvp(func, primals: tuple, tangents: tuple, *, strict: bool = False, has_aux:
             primal_out.append(po)
             tangent_out.append(to if to is not None else _zeros_like(po))
     res = (tree_unflatten(primal_out, out_spec), tree_unflatten(tangent_out, out_spec))
+    return (*res, aux) if has_aux else res
+
+
+def _jvp_by_vjp(func, primals: tuple, flat_t: list, has_aux: bool):
+    """``jvp`` inside ``vmap``: forward AD's tangents live on plain tensors, which the batching
+    rules re-create, so here the JVP comes from two backward passes over the materialized batch
+    (``v = J^T u`` is linear in ``u``, and ``d<v, t>/du = J t``)."""
+    levels = list(current_levels())
+    prep = _Prepared(primals, tuple(range(len(primals))), levels)
+    out, aux = _split_aux(prep.call(func, {}), has_aux, "jvp")
+    flat_out, out_spec = tree_flatten(out)
+    out_ps = [materialize(o, levels) for o in flat_out]
+    us = [_zeros_like(p).requires_grad_() for p in out_ps]
+    pairs = [(p, u) for p, u in zip(out_ps, us) if p.requires_grad]
+    gs = _engine.grad([p for p, _ in pairs], prep.leaves, [u for _, u in pairs],
+                      create_graph=True, allow_unused=True) if pairs else []
+    tangents = [materialize(t, levels) for t in flat_t]
+    used = [(g, t) for g, t in zip(gs, tangents) if g is not None and g.requires_grad]
+    jv = _engine.grad([g for g, _ in used], us, [t for _, t in used], allow_unused=True,
+                      create_graph=prep.nested) if used else [None] * len(us)
+    tangent_out = [rewrap(j if j is not None else _zeros_like(p), levels)
+                   for j, p in zip(jv, out_ps)]
+    res = (tree_unflatten([_result(p, levels, prep.nested) for p in out_ps], out_spec),
+           tree_unflatten(tangent_out, out_spec))
     return (*res, aux) if has_aux else res
 
 

@@ -284,3 +284,16 @@ def test_per_sample_gradient_of_a_shared_weight(xshape):
     ht = tf.vmap(tf.jacrev(tf.grad(lambda w_, x_: (x_ @ w_).tanh().sum()), argnums=1),
                  in_dims=(None, 0))(torch.tensor(w), torch.tensor(x))
     _close(he, ht)
+
+
+def test_jvp_and_jacfwd_inside_vmap():
+    a, t = _arr(3, 4), _arr(3, 4, seed=12)
+    pe, te = vmap(lambda x, v: jvp(lambda y: _g(ember, y), (x,), (v,)))(ember.tensor(a),
+                                                                      ember.tensor(t))
+    pt, tt = tf.vmap(lambda x, v: tf.jvp(lambda y: _g(torch, y), (x,), (v,)))(torch.tensor(a),
+                                                                             torch.tensor(t))
+    _close(pe, pt)
+    _close(te, tt)
+    je = vmap(jacfwd(lambda x: _g(ember, x)))(ember.tensor(a))
+    jt = tf.vmap(tf.jacfwd(lambda x: _g(torch, x)))(torch.tensor(a))
+    _close(je, jt)
