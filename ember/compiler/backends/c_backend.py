@@ -27,7 +27,7 @@ from ember.compiler.lower.decomp import Lowering
 from ember.compiler.lower.ir import LNode
 from ember.compiler.lower.scheduler import schedule
 from ember.tensor import Tensor
-from ember.tensor.tensor import empty_tensor, numpy_view
+from ember.tensor.tensor import empty_tensor, user_array
 
 __all__ = ["c_backend"]
 
@@ -298,7 +298,7 @@ def _group_call(cfn, members, internal=frozenset()):
                 elif large:
                     t = empty_tensor(shape, d)
                     tens.append(t)
-                    outs.append(numpy_view(t))
+                    outs.append(user_array(t))     # keeps the block alive
                 else:
                     tens.append(None)
                     outs.append(empty(shape, npd))
