@@ -197,9 +197,9 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         ember.Size([24])
     """
     nd = len(self._shape)
+    s, e = canonical_dim(start_dim, nd), canonical_dim(end_dim, nd)  # 0-d: dims 0 / -1 only
     if nd == 0:
         return reshape(self, (1,))
-    s, e = canonical_dim(start_dim, nd), canonical_dim(end_dim, nd)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:

@@ -43,6 +43,8 @@ def _shape_classes(*args_list):
 OPS = [
     OpInfo("narrow_tensor_start", lambda lib, x, *a: lib.narrow(x, *a), _narrow_tensor_start,
            dtypes=ALL, is_view=True, meta=False),  # a meta ``start`` has no value to read
+    OpInfo("flatten_0d", lambda lib, x, *a: x.flatten(*a),
+           _zero_d((), (0,), (-1,), (0, -1), (1,), (0, 1)), dtypes=ALL),
     OpInfo("transpose_0d", lambda lib, x, a, b: lib.transpose(x, a, b),
            _zero_d((0, 0), (-1, 0), (0, -1)), dtypes=ALL, is_view=True),
     OpInfo("view", lambda lib, x, *s: x.view(*s),
