@@ -18,7 +18,7 @@ read as the first of these that exists and is ember's own object:
    ``torch._C._VariableFunctions.<name>`` -> ``ember.<name>``.
 
 What maps: every module class of ``torch.nn`` that ember.nn has under the same name (all of
-them but ``Container``, ``CrossMapLRN2d``, ``DataParallel``, ``LinearCrossEntropyLoss``,
+them but ``Container``, ``CrossMapLRN2d``, ``LinearCrossEntropyLoss``,
 ``NLLLoss2d``, ``SyncBatchNorm``; a test keeps this list honest), among them ``Linear``,
 ``Bilinear``, ``Identity``, ``Sequential``/``ModuleList``/``ModuleDict``/``Parameter*``,
 ``Conv1d``-``Conv3d`` and transposes, the activations, ``LayerNorm``/``GroupNorm``/``RMSNorm``,

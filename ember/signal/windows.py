@@ -104,7 +104,7 @@ def blackman(M: int, *, sym: bool = True, dtype=None, layout=None, device=None,
 
     Example:
         >>> import ember.signal
-        >>> [round(v, 4) for v in ember.signal.windows.blackman(3).tolist()]
+        >>> [round(v, 4) + 0.0 for v in ember.signal.windows.blackman(3).tolist()]  # +0.0: no -0.0
         [0.0, 1.0, 0.0]
     """
     return general_cosine(M, a=[0.42, 0.5, 0.08], sym=sym, dtype=dtype, device=device,
