@@ -118,7 +118,8 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module("ember.func").vmap
-    if name in ("compile", "compiler", "_dynamo", "_logging", "profiler", "func", "distributed"):
+    if name in ("compile", "compiler", "_dynamo", "_logging", "profiler", "func", "distributed",
+                "distributions"):
         import importlib
 
         module = importlib.import_module("ember.compiler" if name == "compile" else
