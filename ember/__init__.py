@@ -8,6 +8,7 @@ from ember import amp as amp
 from ember import autograd as autograd
 from ember import backends as _backends  # noqa: F401  (autocast policies)
 from ember import cuda as cuda
+from ember import fft as fft
 from ember import library as library
 from ember import linalg as linalg
 from ember import masked as masked

@@ -35,7 +35,7 @@ INDEPENDENT_LAYERS = {8, 9}
 # anything, and no layer may import them.
 NAMESPACE = {"__init__", "library", "linalg", "random", "demo", "examples", "accelerator", "cuda",
              "mps", "_dynamo", "_logging", "special",
-             "signal", "masked", "distributions"}
+             "signal", "masked", "distributions", "fft"}
 
 
 def _module_name(path: Path, root: Path) -> str:
