@@ -30,7 +30,6 @@ FAMILIES = (
     "pointwise",
     "pooling",
     "random",
-    "random_dists",
     "reduction",
     "scatter_gather",
     "shape",
