@@ -65,7 +65,9 @@ def memory_allocated(device=None) -> int:
         >>> ember.memory.memory_allocated("meta") - before
         1048576
     """
-    return _allocator_for(device).all.ab
+    a = _allocator_for(device)
+    a.settle()
+    return a.all.ab
 
 
 def max_memory_allocated(device=None) -> int:
@@ -79,7 +81,9 @@ def max_memory_allocated(device=None) -> int:
         >>> ember.memory.max_memory_allocated("meta") - before  # the peak keeps the 4 MiB
         4194304
     """
-    return _allocator_for(device).all.ab_pk
+    a = _allocator_for(device)
+    a.settle()
+    return a.all.ab_pk
 
 
 def memory_reserved(device=None) -> int:
@@ -127,6 +131,7 @@ def reset_accumulated_memory_stats(device=None) -> None:
         0
     """
     a = _allocator_for(device)
+    a.settle()
     with a.lock:
         for c in (a.all, a.small, a.large):
             c.reset_accumulated()

@@ -29,6 +29,17 @@ merging and inactive-split figures are exact whenever looked at. The one differe
 exact-size request gets the most recently freed block of that size, where PyTorch's best fit
 might pick another address. Recording history turns the lane off.
 
+NOTE [Parked frees]
+A dying Storage does not take the lock: ``park`` appends its block to ``parked`` (one list
+append, atomic under the GIL and safe from a finalizer that interrupts a ``malloc``). The block
+stays counted as allocated until it is *settled*: the next ``malloc`` settles every parked block
+first, and so do the statistics, snapshots, ``empty_cache``, settings changes and the peak and
+accumulation resets (``settle``/``flush``), so every counter is exact wherever it is read and
+every malloc counts its increase after the frees that preceded it, as PyTorch's do. A small
+request of exactly the size of the most recently parked block takes it back directly, counted
+as a free and a malloc at once (``allocated`` and its current values do not move). With the
+exact-size lane off (recording, streams, no caching) ``park`` is ``free``.
+
 NOTE [Statistics are counters]
 Every statistic of ``memory_stats()`` is a counter updated where the block state changes: the
 current value, its peak, and the cumulative decrease ("freed"); the cumulative increase is
@@ -367,7 +378,9 @@ class CachingAllocator:
         self.pending: list[Block] = []
         self.spare: Block | None = None  # one recycled Block object for the next split
         self.lane: dict[int, list[Block]] = {}  # NOTE [Exact-size lane]; lists may be empty
+        self.parked: list[Block] = []  # NOTE [Parked frees]
         self.lane_on = caching
+        self.park = self.parked.append if caching else self.free
         self.num_alloc_retries = 0
         self.num_ooms = 0
         self.num_device_alloc = 0
@@ -423,7 +436,16 @@ class CachingAllocator:
             return None
         self.busy = True
         try:
+            parked = self.parked
             if size <= K_SMALL_SIZE:
+                if parked:  # NOTE [Parked frees]
+                    block = parked.pop()
+                    if block.size == size and self.lane_on:
+                        if parked:
+                            self._settle()
+                        return self._take_back(block, nbytes)
+                    parked.append(block)
+                    self._settle()
                 lane = self.lane.get(size)
                 if lane:  # NOTE [Exact-size lane]
                     block = lane.pop()
@@ -445,6 +467,8 @@ class CachingAllocator:
                 if v > c.ab_lim or w > c.ac_lim or r > c.rq_lim:
                     self._peaks()
             else:
+                if parked:
+                    self._settle()
                 pool = self.large
                 block = self._get_free_block(pool, size) if self.caching else None
                 if block is None:
@@ -494,6 +518,69 @@ class CachingAllocator:
         from ember.memory.diagnose import out_of_memory
         raise out_of_memory(self, oom.nbytes, oom.size, oom.alloc_size)
 
+    def _take_back(self, block: Block, nbytes: int) -> Block:
+        """The most recently parked block, for a request of its size: its free and this
+        malloc counted together (NOTE [Parked frees]); allocations and bytes stay put."""
+        c = self.small
+        size = block.size
+        req = block.requested
+        c.ab_fr += size
+        c.ac_fr += 1
+        c.rq_fr += req
+        r = c.rq = c.rq + nbytes - req
+        if r > c.rq_lim:
+            self._peaks()
+        if size >= self.max_split:
+            self.oa[3] += 1
+        block.requested = nbytes
+        return block
+
+    def _settle(self) -> None:
+        """Count the parked frees, oldest first, and move their blocks into the exact-size
+        lane (or free them fully when the lane is off). Called with the lock held and busy."""
+        parked = self.parked
+        uses = self.uses
+        i = 0
+        while i < len(parked):  # a finalizer run meanwhile may append: it is settled too
+            block = parked[i]
+            i += 1
+            if self.lane_on and block.seg.small:
+                c = self.small
+                size = block.size
+                req = block.requested
+                c.ab -= size
+                c.ab_fr += size
+                c.ac -= 1
+                c.ac_fr += 1
+                c.rq -= req
+                c.rq_fr += req
+                if size >= self.max_split:
+                    self.oa[0] -= 1
+                    self.oa[3] += 1
+                block.allocated = _LANE
+                lane = self.lane.get(size)
+                if lane is None:
+                    self.lane[size] = [block]
+                else:
+                    lane.append(block)
+            elif uses and block in uses:
+                self._free_later(block)
+            else:
+                self._free(block)
+        del parked[:i]
+
+    def settle(self) -> None:
+        """Count every parked free now (NOTE [Parked frees]): the counters are then exact."""
+        with self.lock:
+            if self.parked and not self.busy:
+                self.busy = True
+                try:
+                    self._settle()
+                finally:
+                    self.busy = False
+                    if self.pending:
+                        self._drain()
+
     def _peaks(self) -> None:
         """Bring every allocation peak up to date and recompute the small pool's bounds.
 
@@ -525,6 +612,7 @@ class CachingAllocator:
 
     def reset_peaks(self) -> None:
         """Make every peak statistic equal its current value (``reset_peak_memory_stats``)."""
+        self.settle()
         with self.lock:
             for c in (self.all, self.small, self.large):
                 c.reset_peaks()
@@ -749,20 +837,26 @@ class CachingAllocator:
                 self._free_block(block)
 
     def flush(self) -> None:
-        """Settle the exact-size lane, so blocks and statistics are exactly PyTorch's."""
+        """Settle the parked frees and the exact-size lane, so blocks and statistics are
+        exactly PyTorch's."""
         with self.lock:
-            if self.lane and not self.busy:
+            if (self.lane or self.parked) and not self.busy:
                 self.busy = True
                 try:
+                    if self.parked:
+                        self._settle()
                     self._flush()
                 finally:
                     self.busy = False
+                    if self.pending:
+                        self._drain()
 
     def set_recording(self, on: bool) -> None:
         """Turn history recording on or off (recording bypasses the exact-size lane)."""
         self.flush()
         self.recording = on
         self.lane_on = self.caching and not on and self.streams is None
+        self.park = self.parked.append if self.lane_on else self.free
 
     def _count_free(self, block: Block) -> None:
         seg = block.seg
@@ -954,6 +1048,8 @@ class CachingAllocator:
         with self.lock:
             self.busy = True
             try:
+                if self.parked:
+                    self._settle()
                 self._flush()
                 if self.events:
                     self._sync_events()
@@ -974,7 +1070,7 @@ class CachingAllocator:
                 seg.stream = streams.default
             self.lane_on = False
             self._get_free_block = self._get_free_block_stream
-            self.free = self._free_streams
+            self.free = self.park = self._free_streams
 
     def record_stream(self, block: Block, stream) -> None:
         """Mark ``block`` as used by ``stream`` (``Tensor.record_stream``): when freed, it is

@@ -157,10 +157,10 @@ _SLOT = type(_SlotProbe._storage)  # the member-descriptor type of a ``__slots__
 def out_of_memory(alloc: CachingAllocator, nbytes: int, size: int,
                   alloc_size: int) -> OutOfMemoryError:
     """The OutOfMemoryError of a failed request, with its diagnosis and remedies."""
+    largest = alloc.largest_free_block()  # settles parked frees first: exact counters below
     a = alloc.all
     allocated, reserved = a.ab, a.rb
     unused = reserved - allocated
-    largest = alloc.largest_free_block()
     limit = alloc.limit
     dev = alloc.device.upper() if alloc.device in ("cpu", "cuda") else alloc.device
     lines = [

@@ -3,7 +3,8 @@
 NOTE [Storage owns bytes, not elements]
 A Storage is untyped: tensors interpret its bytes through (dtype, shape, stride, offset). Its
 bytes are a block of the device's caching allocator (``_block``), given back when the Storage
-dies (``__del__``: reference counting returns memory at once; cycles on garbage collection).
+dies (``__del__``: reference counting returns memory at once, cycles on garbage collection; the
+block is parked for the allocator to count, NOTE [Parked frees] in allocator.py).
 On a device with data the bytes are also an array of the device's array module over the block
 (``_buf``: NumPy on ``cpu``; NOTE [Backend descriptors] in ``devices.py``); a fresh tensor's
 storage holds that array typed and shaped as the tensor that asked for it, which saves a
@@ -86,10 +87,9 @@ class Storage:
     def __del__(self):
         block = self._block
         if block is not None:
-            self._block = None
             block.arr = self._buf
             try:
-                self._alloc.free(block)
+                self._alloc.park(block)  # NOTE [Parked frees] in allocator.py
             except Exception:  # interpreter shutdown  # noqa: BLE001
                 pass
 
