@@ -87,6 +87,7 @@ from ember.ops.numeric import *  # noqa: F403
 from ember.ops.pointwise import *  # noqa: F403
 from ember.ops.pooling import *  # noqa: F403
 from ember.ops.random import *  # noqa: F403
+from ember.ops.random_dists import *  # noqa: F403
 from ember.ops.reduction import *  # noqa: F403
 from ember.ops.scatter_gather import *  # noqa: F403
 from ember.ops.shape import *  # noqa: F403

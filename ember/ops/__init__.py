@@ -30,6 +30,7 @@ FAMILIES = (
     "pointwise",
     "pooling",
     "random",
+    "random_dists",
     "reduction",
     "scatter_gather",
     "shape",
