@@ -258,10 +258,16 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
 
 def _agree_world_size(store: Store, rank: int, world_size: int, secs: float) -> None:
     store.set(f"world_size/{rank}", str(world_size))
-    first = int(store.get("world_size/0"))
-    if first != world_size:
-        raise ValueError(f"init_process_group: rank {rank} has world_size {world_size} but rank "
-                         f"0 has {first}; every rank must be started with the same WORLD_SIZE")
+    # rank 0 reads everyone's (a rank started with another size fails all, not just itself)
+    for j in range(1, world_size) if rank == 0 else (0,):
+        other = int(store.get(f"world_size/{j}"))
+        if other != world_size:
+            a, b = (j, other), (rank, world_size)
+            if rank != 0:
+                a, b = b, a
+            raise ValueError(f"init_process_group: rank {a[0]} has world_size {a[1]} but rank "
+                             f"{b[0]} has {b[1]}; every rank must be started with the same "
+                             "WORLD_SIZE")
 
 
 def _install_failure_hook() -> None:

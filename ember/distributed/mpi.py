@@ -4,21 +4,47 @@ Ranks and the world size come from ``MPI.COMM_WORLD`` (start the job with ``mpie
 world group works on a duplicate of it and ``new_group`` splits that. Data moves as bytes;
 reductions use MPI's own operations for the types MPI knows (float32/64, integers, bool as
 logical operations) and a NumPy-backed user operation over ``itemsize``-byte elements for
-float16 and bfloat16, so every ember dtype reduces. Blocking MPI calls release the GIL, so a
-collective on the group's communication thread runs beside autograd. MPI calls cannot time
-out: a rank that raises aborts the whole MPI job (``MPI_Abort``) instead of leaving its peers
-waiting, and ``mpiexec`` reports it.
+float16 and bfloat16, so every ember dtype reduces.
+
+NOTE [MPI faults]
+MPI calls cannot time out, and a blocking one cannot be left. So every collective is issued
+nonblocking and completed by ``_complete``: it tests the request in a tight loop (a small
+message finishes there), then yields the CPU between tests and, every 50 ms, polls the
+*fault channel* and the peers' liveness. The fault channel is a second duplicate of
+``COMM_WORLD`` on which a failing rank sends every peer a short notice (its uncaught
+exception, a collective error, or "left the group" from ``destroy_process_group``); a peer on
+this machine whose pid is gone (its pid and machine were exchanged at ``init_process_group``)
+is dead; no completion within the group's timeout is a timeout. Each makes the waiting rank
+raise ``DistBackendError`` naming the rank. The group is unusable afterwards (the abandoned
+request never completes): later calls raise at once. A rank ending on an uncaught exception
+sends its notice, gives its peers a moment (until each has sent one too, or a few seconds) to
+raise and report their own errors, then ends the job with ``MPI_Abort``: ``MPI_Finalize``
+could wait forever for a dead peer. A rank *killed* by a signal is MPICH's to report: its
+``mpiexec`` (Hydra) ends the whole job at once, naming the process and the signal, and its
+progress engine ends a rank that touches the dead one even under
+``mpiexec -disable-auto-cleanup``; the pid check covers the ranks that are not ended so.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import pickle
+import socket
 import sys
+import threading
+import time
 
 import numpy as np
 
+from ember.distributed.errors import DistBackendError
 from ember.distributed.process_group import REDUCE_UFUNCS, ProcessGroup, ReduceOp
 
 __all__ = ["MpiProcessGroup"]
+
+_FAULT_TAG = 77
+_FAILED, _EXITED = "failed", "exited"
+_LEFT_GRACE = 2.0  # seconds
 
 
 def _mpi():
@@ -30,16 +56,128 @@ def _mpi():
     return MPI
 
 
+def _machine_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return socket.gethostname()
+
+
+def _pid_gone(pid: int) -> bool:
+    """Whether ``pid`` (a process of this machine) has exited or is a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return stat[stat.rindex(b")") + 2:][:1] in (b"Z", b"X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    except OSError:
+        return False
+
+
+class _Faults:
+    """The world's fault channel and what it has learnt (NOTE [MPI faults]); shared by every
+    group of the world. ``failed`` maps a global rank to its notice ``(kind, blame, text)``."""
+
+    def __init__(self, MPI, timeout: float):
+        world = MPI.COMM_WORLD
+        self.MPI = MPI
+        self.comm = world.Dup()
+        self.me = world.Get_rank()
+        self.size = world.Get_size()
+        mine = (_machine_id(), os.getpid())
+        here = self.comm.allgather(mine)
+        self.local_pids = {j: pid for j, (machine, pid) in enumerate(here)
+                           if machine == mine[0] and j != self.me}
+        self.failed: dict[int, tuple[str, int, str]] = {}
+        self.left_at: dict[int, float] = {}
+        self.broken: str | None = None  # the first error this rank raised
+        self.notified = False
+        self.sends: list = []
+        self.lock = threading.Lock()
+        self.grace = min(timeout, 5.0)
+        self.aborting = False
+        atexit.register(self._at_exit)
+
+    def _at_exit(self) -> None:
+        """After a failure ``MPI_Finalize`` could wait for the dead rank forever: end the
+        job instead (a rank that caught the ``DistBackendError`` and exits normally)."""
+        if self.broken is not None and not self.aborting:
+            sys.stdout.flush()
+            print(f"ember.distributed (mpi): rank {self.me} ends the MPI job after a failed "
+                  f"collective: {self.broken}", file=sys.stderr, flush=True)
+            time.sleep(0.1)
+            self.MPI.COMM_WORLD.Abort(1)
+            os._exit(1)
+
+    def poll(self) -> None:
+        """Take in the notices that have arrived."""
+        MPI = self.MPI
+        with self.lock:
+            status = MPI.Status()
+            while self.comm.Iprobe(MPI.ANY_SOURCE, _FAULT_TAG, status):
+                src = status.Get_source()
+                n = status.Get_count(MPI.BYTE)
+                buf = bytearray(n)
+                self.comm.Recv([buf, MPI.BYTE], src, _FAULT_TAG)
+                self.failed.setdefault(src, pickle.loads(bytes(buf)))
+
+    def notify(self, kind: str, blame: int, text: str) -> None:
+        """Send every peer this rank's notice (once)."""
+        with self.lock:
+            if self.notified:
+                return
+            self.notified = True
+            data = bytearray(pickle.dumps((kind, blame, text)))
+            self.sends = [self.comm.Isend([data, self.MPI.BYTE], j, _FAULT_TAG)
+                          for j in range(self.size) if j != self.me]
+            self._data = data
+
+    def trouble(self, members: list[int], op: str) -> tuple[int, str] | None:
+        """``(blame, text)`` when some rank failed (any: the job is going down), a member
+        left the group or a member on this machine died; else None."""
+        self.poll()
+        now = time.monotonic()
+        for j, (kind, blame, text) in sorted(self.failed.items()):
+            if kind == _FAILED:
+                who = j if blame < 0 or blame == j else blame
+                return who, (f"rank {who} failed: {text}" if who == j else
+                             f"rank {who} failed (reported by rank {j}: {text})")
+            # a rank that left may have finished its part of this very call: only a wait
+            # that outlasts its leaving by a while is blamed on it
+            if j in members and now - self.left_at.setdefault(j, now) > _LEFT_GRACE:
+                return j, (f"rank {j} left the process group (destroy_process_group or exit) "
+                           f"while rank {self.me} waited for it in {op}")
+        for j in members:
+            pid = self.local_pids.get(j)
+            if pid is not None and j not in self.failed and _pid_gone(pid):
+                return j, (f"rank {j} (pid {pid}) died while rank {self.me} waited for it in "
+                           f"{op}")
+        return None
+
+    def linger(self) -> None:
+        """Wait until every peer has sent its notice or died, or ``grace`` seconds."""
+        deadline = time.monotonic() + self.grace
+        while time.monotonic() < deadline:
+            self.poll()
+            if all(j in self.failed or (j in self.local_pids and _pid_gone(self.local_pids[j]))
+                   for j in range(self.size) if j != self.me):
+                return
+            time.sleep(0.02)
+
+
 class MpiProcessGroup(ProcessGroup):
     """A group over an MPI communicator (see the module docstring)."""
 
     backend_name = "mpi"
     abort_after_report = True  # MPI_Abort ends the process: print the traceback first
 
-    def __init__(self, comm, ranks: list[int], timeout: float):
+    def __init__(self, comm, ranks: list[int], timeout: float, faults: _Faults):
         super().__init__(comm.Get_rank(), comm.Get_size(), ranks, timeout)
         self.comm = comm
         self.MPI = _mpi()
+        self.faults = faults
         self._in_place = self.MPI.IN_PLACE
         self._types: dict = {}
         self._user_ops: dict = {}
@@ -48,8 +186,9 @@ class MpiProcessGroup(ProcessGroup):
     @classmethod
     def world(cls, timeout: float) -> MpiProcessGroup:
         """The world group: every rank of ``MPI.COMM_WORLD``."""
-        comm = _mpi().COMM_WORLD.Dup()
-        return cls(comm, list(range(comm.Get_size())), timeout)
+        MPI = _mpi()
+        comm = MPI.COMM_WORLD.Dup()
+        return cls(comm, list(range(comm.Get_size())), timeout, _Faults(MPI, timeout))
 
     def split(self, ranks: list[int], timeout: float) -> MpiProcessGroup | None:
         """A group of ``ranks`` (collective over this group; None on the others)."""
@@ -58,7 +197,46 @@ class MpiProcessGroup(ProcessGroup):
         sub = self.comm.Split(0 if me in ranks else MPI.UNDEFINED, me)
         if sub == MPI.COMM_NULL:
             return None
-        return MpiProcessGroup(sub, [self.ranks[r] for r in ranks], timeout)
+        return MpiProcessGroup(sub, [self.ranks[r] for r in ranks], timeout, self.faults)
+
+    # ---- completion with a deadline (NOTE [MPI faults]) -------------------------------------
+    def _complete(self, req, op: str, status=None) -> None:
+        if self.faults.broken is not None:
+            raise DistBackendError(f"ember.distributed (mpi): the process group cannot be used "
+                                   f"after an earlier failure: {self.faults.broken}")
+        test = req.Test if status is None else (lambda: req.Test(status))
+        try:
+            for _ in range(2000):
+                if test():
+                    return
+            start = time.monotonic()
+            check_at = start + 0.05
+            spins = 0
+            while not test():
+                spins += 1
+                if spins & 15:
+                    continue
+                now = time.monotonic()
+                if now - start < 0.2:
+                    os.sched_yield()
+                else:
+                    time.sleep(0.0002)
+                if now >= check_at:
+                    check_at = now + 0.05
+                    hit = self.faults.trouble(self.ranks, op)
+                    if hit is not None and not test():
+                        self._fail(hit[0], hit[1])
+                    if now - start > self.timeout and not test():
+                        self._fail(-1, f"rank {self.ranks[self.rank()]} timed out after "
+                                   f"{self.timeout:g}s in {op} (collective #{self.seq}) waiting "
+                                   f"for the ranks {self.ranks}")
+        except self.MPI.Exception as e:  # a library that reports failed peers (ULFM)
+            self._fail(-1, f"{op} failed in MPI: {e}")
+
+    def _fail(self, blame: int, text: str) -> None:
+        self.faults.broken = text
+        self.faults.notify(_FAILED, blame, text)
+        raise DistBackendError(f"ember.distributed (mpi): {text}")
 
     # ---- datatypes and operations ---------------------------------------------------------
     def _spec(self, arr: np.ndarray, op: ReduceOp | None = None):
@@ -118,67 +296,113 @@ class MpiProcessGroup(ProcessGroup):
     # ---- collectives ----------------------------------------------------------------------
     def allreduce(self, arr: np.ndarray, op: ReduceOp) -> None:
         spec, mop = self._spec(arr, op)
-        self.comm.Allreduce(self._in_place, spec, mop)
+        self._complete(self.comm.Iallreduce(self._in_place, spec, mop), "all_reduce")
         if op is ReduceOp.AVG:
             self._avg(arr, op)
 
     def broadcast(self, arr: np.ndarray, root: int) -> None:
-        self.comm.Bcast([arr.reshape(-1).view(np.uint8), self.MPI.BYTE], root)
+        self._complete(self.comm.Ibcast([arr.reshape(-1).view(np.uint8), self.MPI.BYTE], root),
+                       "broadcast")
 
     def reduce(self, arr: np.ndarray, root: int, op: ReduceOp) -> None:
         spec, mop = self._spec(arr, op)
         if self.rank() == root:
-            self.comm.Reduce(self.MPI.IN_PLACE, spec, mop, root)
+            self._complete(self.comm.Ireduce(self.MPI.IN_PLACE, spec, mop, root), "reduce")
             self._avg(arr, op)
         else:
-            self.comm.Reduce(spec, None, mop, root)
+            self._complete(self.comm.Ireduce(spec, None, mop, root), "reduce")
 
     def _raw(self, arr: np.ndarray | None):
         return None if arr is None else [arr.reshape(-1).view(np.uint8), self.MPI.BYTE]
 
     def allgather(self, out: np.ndarray, inp: np.ndarray) -> None:
-        self.comm.Allgather(self._raw(inp), self._raw(out))
+        self._complete(self.comm.Iallgather(self._raw(inp), self._raw(out)), "all_gather")
 
     def reduce_scatter(self, out: np.ndarray, inp: np.ndarray, op: ReduceOp) -> None:
         send, mop = self._spec(inp, op)
         recv, _ = self._spec(out)
         # mpi4py wants [buffer, datatype] here: it derives the counts from the byte sizes
-        self.comm.Reduce_scatter_block([send[0], send[2]], [recv[0], recv[2]], mop)
+        self._complete(self.comm.Ireduce_scatter_block([send[0], send[2]], [recv[0], recv[2]],
+                                                       mop), "reduce_scatter")
         self._avg(out, op)
 
     def gather(self, out: np.ndarray | None, inp: np.ndarray, root: int) -> None:
-        self.comm.Gather(self._raw(inp), self._raw(out) if self.rank() == root else None, root)
+        self._complete(self.comm.Igather(self._raw(inp),
+                                         self._raw(out) if self.rank() == root else None, root),
+                       "gather")
 
     def scatter(self, out: np.ndarray, inp: np.ndarray | None, root: int) -> None:
-        self.comm.Scatter(self._raw(inp) if self.rank() == root else None, self._raw(out), root)
+        self._complete(self.comm.Iscatter(self._raw(inp) if self.rank() == root else None,
+                                          self._raw(out), root), "scatter")
 
     def alltoall(self, out: np.ndarray, out_counts: list[int], inp: np.ndarray,
                  in_counts: list[int]) -> None:
         def displs(counts):
             return [0, *np.cumsum(counts)[:-1].tolist()]
 
-        self.comm.Alltoallv([inp.reshape(-1).view(np.uint8), (in_counts, displs(in_counts)),
-                             self.MPI.BYTE],
-                            [out.reshape(-1).view(np.uint8), (out_counts, displs(out_counts)),
-                             self.MPI.BYTE])
+        self._complete(self.comm.Ialltoallv(
+            [inp.reshape(-1).view(np.uint8), (in_counts, displs(in_counts)), self.MPI.BYTE],
+            [out.reshape(-1).view(np.uint8), (out_counts, displs(out_counts)), self.MPI.BYTE]),
+            "all_to_all")
 
     def send(self, arr: np.ndarray, dst: int, tag: int) -> None:
-        self.comm.Send(self._raw(arr), dst, tag)
+        self._complete(self.comm.Isend(self._raw(arr), dst, tag), "send")
 
-    def recv(self, arr: np.ndarray, src: int | None, tag: int) -> int:
-        status = self.MPI.Status()
-        self.comm.Recv(self._raw(arr), self.MPI.ANY_SOURCE if src is None else src, tag, status)
+    def recv(self, arr: np.ndarray, src: int | None, tag: int,
+             timeout: float | None = None) -> int:
+        MPI = self.MPI
+        source = MPI.ANY_SOURCE if src is None else src
+        status = MPI.Status()
+        if timeout is not None:  # probe first: a message that never comes leaves nothing behind
+            deadline = time.monotonic() + timeout
+            while not self.comm.Iprobe(source, tag, status):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no message from rank "
+                                       f"{'any' if src is None else self.ranks[src]} within "
+                                       f"{timeout:g}s")
+                hit = self.faults.trouble(self.ranks, "recv")
+                if hit is not None:
+                    self._fail(*hit)
+                time.sleep(0.001)
+            source = status.Get_source()
+        self._complete(self.comm.Irecv(self._raw(arr), source, tag), "recv", status)
         return status.Get_source()
 
     def barrier(self) -> None:
-        self.comm.Barrier()
+        self._complete(self.comm.Ibarrier(), "barrier")
 
     def allgather_bytes(self, data: bytes) -> list[bytes]:
-        return self.comm.allgather(data)
+        n = self.size()
+        lengths = np.empty(n, np.int64)
+        self._complete(self.comm.Iallgather([np.array([len(data)], np.int64), self.MPI.INT64_T],
+                                            [lengths, self.MPI.INT64_T]), "objects")
+        counts = lengths.tolist()
+        displs = [0, *np.cumsum(counts)[:-1].tolist()]
+        out = np.empty(max(sum(counts), 1), np.uint8)
+        self._complete(self.comm.Iallgatherv([np.frombuffer(data, np.uint8) if data else
+                                              np.empty(0, np.uint8), self.MPI.BYTE],
+                                             [out, (counts, displs), self.MPI.BYTE]), "objects")
+        return [out[d:d + c].tobytes() for d, c in zip(displs, counts)]
 
     def abort(self, reason: str) -> None:
-        """An uncaught exception on this rank: end the whole MPI job rather than leave the
-        peers blocked in MPI calls that cannot time out."""
-        print(f"ember.distributed (mpi): rank {self.ranks[self.rank()]} failed: {reason}; "
-              "aborting the MPI job", file=sys.stderr, flush=True)
+        """An uncaught exception on this rank (after its traceback was printed): tell the
+        peers, give them a moment to report, then end the MPI job (NOTE [MPI faults])."""
+        f = self.faults
+        f.notify(_FAILED, -1, reason)
+        f.linger()
+        print(f"ember.distributed (mpi): rank {f.me} failed: {reason}; aborting the MPI job",
+              file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        time.sleep(0.1)  # mpiexec forwards what is still in the pipes only until the abort
+        f.aborting = True
         self.MPI.COMM_WORLD.Abort(1)
+        os._exit(1)  # under mpiexec -disable-auto-cleanup MPI_Abort may return
+
+    def shutdown(self) -> None:
+        """Leave the group; leaving the world tells the peers (a peer still waiting for this
+        rank then raises). After a failure the job ends here with ``MPI_Abort``, since
+        ``MPI_Finalize`` could wait for the dead rank forever."""
+        super().shutdown()
+        f = self.faults
+        if f.broken is None and self.ranks == list(range(f.size)):
+            f.notify(_EXITED, -1, "left")

@@ -148,7 +148,15 @@ class Work:
             self._future.set_exception(exc)
 
     def wait(self, timeout: timedelta | None = None) -> bool:
-        """Block until the collective finished; returns True or raises its error."""
+        """Block until the collective finished; returns True or raises its error.
+
+        With a ``timeout`` (a ``timedelta``; zero or None: no limit), a collective still
+        running after it raises ``DistBackendError("Operation timed out! ...")`` (torch's
+        message; the collective itself goes on, bounded by the group's timeout)."""
+        secs = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        if secs and not self._future._event.wait(secs):
+            raise DistBackendError(f"Operation timed out! The work did not finish within "
+                                   f"{secs:g}s")
         self._future.wait()
         return True
 

@@ -324,6 +324,24 @@ def die(r: int, n: int) -> None:
     raise AssertionError("the collective did not fail")
 
 
+def wait_timeout(r: int, n: int) -> None:
+    """Rank 0's ``Work.wait(timeout)`` gives up while rank 1 is late; a plain wait succeeds."""
+    if r == 1:
+        time.sleep(1.5)
+    x = ember.ones(3)
+    work = dist.all_reduce(x, async_op=True)
+    if r == 0:
+        start = time.monotonic()
+        try:
+            work.wait(timeout=datetime.timedelta(seconds=0.2))
+            raise AssertionError("wait(timeout) returned while rank 1 had not joined")
+        except dist.DistBackendError as e:
+            took = time.monotonic() - start
+            assert "Operation timed out!" in str(e) and 0.2 <= took < 1.2, (took, e)
+    assert work.wait() and x.tolist() == [float(n)] * 3
+    assert work.wait(timeout=datetime.timedelta(seconds=0.2))  # finished: returns at once
+
+
 def mismatch(r: int, n: int) -> None:
     kind = sys.argv[2]
     dist.all_reduce(ember.ones(4))
@@ -341,7 +359,7 @@ def detail_log(r: int, n: int) -> None:
 
 
 SCENARIOS = {f.__name__: f for f in (collectives, env, exit_code, signals, die, mismatch,
-                                     detail_log)}
+                                     detail_log, wait_timeout)}
 NO_GROUP = {"env", "exit_code", "signals"}
 
 

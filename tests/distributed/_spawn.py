@@ -54,12 +54,13 @@ def ranks(n: int, args: list[str], env: dict | None = None, timeout: float = 180
     return _collect(procs, timeout, wait_for)
 
 
-def mpi_ranks(n: int, args: list[str], env: dict | None = None,
-              timeout: float = 180) -> list[tuple[int, str]]:
+def mpi_ranks(n: int, args: list[str], env: dict | None = None, timeout: float = 180,
+              mpiexec_args: list[str] | None = None) -> list[tuple[int, str]]:
     """Run ``_cases.py args`` under ``mpiexec -n n`` with the mpi engine; [(code, output)]."""
     e = _env(env) | {"CASE_BACKEND": "mpi"}
-    p = subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, CASES, *args], cwd=ROOT, env=e,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p = subprocess.Popen([MPIEXEC, *(mpiexec_args or []), "-n", str(n), sys.executable, CASES,
+                          *args], cwd=ROOT, env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT)
     return _collect([p], timeout)
 
 

@@ -127,15 +127,3 @@ def test_tcp_store_matches_torch():
     assert ours.get("p/k") == b"v" and prefixed.get("k") == b"v"
     client.close()
     ours.close()
-
-
-@pytest.mark.skipif(not _spawn.has_mpi(), reason="mpi4py (pip install 'ember[mpi]') is not "
-                    "installed: the mpi engine cannot be tested")
-def test_mpi_faults_abort_the_job_and_mismatches_are_named():
-    (code, out), = _spawn.mpi_ranks(2, ["die", "raise"])
-    assert code != 0 and "ember.distributed (mpi): rank 1 failed: ValueError: boom on rank 1; " \
-        "aborting the MPI job" in out, out[-3000:]
-    (code, out), = _spawn.mpi_ranks(2, ["mismatch", "shape"],
-                                    env={"EMBER_DISTRIBUTED_DEBUG": "DETAIL"})
-    assert code != 0 and "Detected mismatch between collectives" in out, out[-3000:]
-    assert "all_reduce[(5,):ember.float32:SUM]" in out

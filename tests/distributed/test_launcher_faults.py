@@ -120,3 +120,54 @@ def test_launcher_forwards_sigterm(tmp_path):
     for r in range(2):
         with open(f"{marker}.{r}") as f:
             assert f.read() == "SIGTERM"
+
+
+_NEEDS_MPI = pytest.mark.skipif(not _spawn.has_mpi(), reason="mpi4py (pip install 'ember[mpi]') "
+                                "is not installed: the mpi engine cannot be tested")
+
+
+@_NEEDS_MPI
+def test_mpi_a_raising_rank_fails_the_others_naming_it():
+    start = time.monotonic()
+    (code, out), = _spawn.mpi_ranks(2, ["die", "raise"], env={"CASE_TIMEOUT": "30"}, timeout=60)
+    assert code != 0
+    caught = re.search(r"CAUGHT ([\d.]+) (.*)", out)
+    assert caught, out[-3000:]
+    assert float(caught.group(1)) < 10  # told by the fault channel, not the 30 s timeout
+    assert "ember.distributed (mpi): rank 1 failed: ValueError: boom on rank 1" in caught.group(2)
+    assert "DistBackendError: ember.distributed (mpi): rank 1 failed" in out, out[-3000:]
+    assert "rank 1 failed: ValueError: boom on rank 1; aborting the MPI job" in out
+    assert time.monotonic() - start < 30
+
+
+@_NEEDS_MPI
+def test_mpi_a_killed_rank_ends_the_job_and_mpiexec_names_it():
+    (code, out), = _spawn.mpi_ranks(2, ["die", "kill"], env={"CASE_TIMEOUT": "30"}, timeout=30)
+    assert code != 0 and "Killed (signal 9)" in out, out[-3000:]
+
+
+@_NEEDS_MPI
+def test_mpi_a_hanging_rank_times_out_the_others():
+    (code, out), = _spawn.mpi_ranks(2, ["die", "hang"], env={"CASE_TIMEOUT": "1.5"},
+                                    timeout=60)
+    assert code != 0
+    assert re.search(r"CAUGHT [\d.]+ .*rank 0 timed out after 1.5s in all_reduce", out), \
+        out[-3000:]
+
+
+@pytest.mark.parametrize("backend", ["shm", pytest.param("mpi", marks=_NEEDS_MPI)])
+def test_work_wait_honours_its_timeout(backend):
+    if backend == "mpi":
+        results = _spawn.mpi_ranks(2, ["wait_timeout"], timeout=60)
+    else:
+        results = _spawn.ranks(2, ["wait_timeout"], timeout=60)
+    for code, out in results:
+        assert code == 0 and out.rstrip().endswith("OK"), out[-3000:]
+
+
+@_NEEDS_MPI
+def test_mpi_mismatches_are_named():
+    (code, out), = _spawn.mpi_ranks(2, ["mismatch", "shape"],
+                                    env={"EMBER_DISTRIBUTED_DEBUG": "DETAIL"})
+    assert code != 0 and "Detected mismatch between collectives" in out, out[-3000:]
+    assert "all_reduce[(5,):ember.float32:SUM]" in out
