@@ -10,6 +10,7 @@ when they happened; a record outside every span becomes a zero-length ``[memory]
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable
 
@@ -55,12 +56,13 @@ class FunctionEvent:
     Attributes: ``id``, ``name``, ``thread``, ``time_range`` (microseconds), ``input_shapes``
     (one entry per schema argument: a tensor's shape, ``[]`` otherwise), ``stack`` (innermost
     frame first, ``"file(line): function"``), ``cpu_parent``, ``cpu_children``, ``category``
-    (``cpu_op``, ``user_annotation``), and ``self_cpu_memory_usage`` (net bytes allocated by
-    the allocator while this span was innermost).
+    (``cpu_op``, ``user_annotation``), ``self_cpu_memory_usage`` (net bytes allocated by
+    the allocator while this span was innermost) and ``flops`` (estimated floating-point
+    operations of an operator call when profiled ``with_flops``, else 0).
     """
 
     __slots__ = ("id", "name", "thread", "time_range", "input_shapes", "stack", "category",
-                 "cpu_parent", "cpu_children", "self_cpu_memory_usage", "sequence_nr",
+                 "cpu_parent", "cpu_children", "self_cpu_memory_usage", "sequence_nr", "flops",
                  "__weakref__")
 
     def __init__(self, id: int, name: str, thread: int, start_us: float,
@@ -77,6 +79,7 @@ class FunctionEvent:
         self.cpu_children: list[FunctionEvent] = []
         self.self_cpu_memory_usage = 0
         self.sequence_nr = sequence_nr
+        self.flops = 0
 
     key = property(lambda self: self.name, doc="The name events are averaged by.")
     count = property(lambda self: 1)
@@ -119,6 +122,7 @@ class FunctionEventAvg:
         self.input_shapes = input_shapes
         self.stack = stack
         self.node_id = 0
+        self.flops = 0
 
     def add(self, evt: FunctionEvent | FunctionEventAvg) -> FunctionEventAvg:
         """Accumulate one event (or another average) into this one."""
@@ -127,6 +131,7 @@ class FunctionEventAvg:
         self.self_cpu_time_total += evt.self_cpu_time_total
         self.cpu_memory_usage += evt.cpu_memory_usage
         self.self_cpu_memory_usage += evt.self_cpu_memory_usage
+        self.flops += evt.flops
         return self
 
     @property
@@ -145,9 +150,11 @@ class EventList(list):
     """A list of events with torch's summaries: ``key_averages``, ``table``, Chrome trace."""
 
     def __init__(self, events: Iterable = (), *, profile_memory: bool = False,
-                 memory: list[MemoryRecord] | None = None, pid: int | None = None):
+                 memory: list[MemoryRecord] | None = None, pid: int | None = None,
+                 with_flops: bool = False):
         super().__init__(events)
         self.profile_memory = profile_memory
+        self.with_flops = with_flops
         self.memory_records = memory if memory is not None else []
         self.pid = os.getpid() if pid is None else pid
 
@@ -173,7 +180,8 @@ class EventList(list):
                     e.key, e.input_shapes if group_by_input_shape else None,
                     list(stack) if stack is not None else None)
             avg.add(e)
-        return EventList(groups.values(), profile_memory=self.profile_memory, pid=self.pid)
+        return EventList(groups.values(), profile_memory=self.profile_memory, pid=self.pid,
+                         with_flops=self.with_flops)
 
     def total_average(self) -> FunctionEventAvg:
         """Every event summed into one average keyed ``Total``."""
@@ -189,8 +197,10 @@ class EventList(list):
         """torch's summary table, rows sorted by ``sort_by`` (descending), at most ``row_limit``.
 
         Columns: Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg, then CPU Mem
-        and Self CPU Mem when memory was profiled, # of Calls, and Input Shapes / Source
-        Location when the events were averaged by them.
+        and Self CPU Mem when memory was profiled, # of Calls, Input Shapes when the events
+        were averaged by them, Total FLOPs (scaled to K/M/G/T/PFLOPs by the smallest non-zero
+        count, as torch) when profiled ``with_flops`` and some operator counted FLOPs, and
+        Source Location when the events were averaged by stack.
         """
         return build_table(self, sort_by, row_limit, max_name_column_width,
                            max_shapes_column_width, min(max_src_column_width,
@@ -203,7 +213,7 @@ class EventList(list):
             json.dump(chrome_trace(self, path), f)
 
 
-_SORT_KEYS = ("cpu_time", "cpu_time_total", "self_cpu_time_total", "cpu_memory_usage",
+_SORT_KEYS = ("cpu_time", "cpu_time_total", "self_cpu_time_total", "cpu_memory_usage", "flops",
               "self_cpu_memory_usage", "count")
 _DEVICE_SORT_KEYS = ("cuda_time", "cuda_time_total", "self_cuda_time_total", "device_time",
                      "device_time_total", "self_device_time_total", "cuda_memory_usage",
@@ -226,6 +236,15 @@ def format_memory(nbytes: int) -> str:
         if abs(nbytes) >= scale:
             return f"{nbytes / scale:.2f} {unit}"
     return f"{nbytes} B"
+
+
+_FLOP_UNITS = ("FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs")
+
+
+def _auto_scale_flops(flops: int) -> tuple[float, str]:
+    """The scale and unit torch's table shows FLOPs in: powers of 1000 below ``flops``."""
+    k = int(max(0.0, min(math.log10(flops) / 3, len(_FLOP_UNITS) - 1)))
+    return 10.0 ** (-3 * k), _FLOP_UNITS[k]
 
 
 def _percent(part: float, total: float) -> str:
@@ -271,6 +290,11 @@ def build_table(events: EventList, sort_by, row_limit, max_name_width, max_shape
     if has_shapes:
         w = max(len(str(e.input_shapes)) for e in events if e.input_shapes is not None) + 4
         cols.append(("Input Shapes", min(max(w, len("Input Shapes")), max_shapes_width)))
+    raw_flops = [e.flops for e in events if e.flops > 0] \
+        if getattr(events, "with_flops", False) else []
+    if raw_flops:
+        flops_scale, flops_header = _auto_scale_flops(min(raw_flops))
+        cols.append((f"Total {flops_header}", 12))
     if has_stack:
         w = max(len(s) for e in events for s in (e.stack or [""])) + 4
         cols.append(("Source Location", min(max(w, len("Source Location")), max_stack_width)))
@@ -290,6 +314,8 @@ def build_table(events: EventList, sort_by, row_limit, max_name_width, max_shape
         cells.append(str(e.count))
         if has_shapes:
             cells.append(_clip(str(e.input_shapes), cols[len(cells)][1]))
+        if raw_flops:
+            cells.append(f"{e.flops * flops_scale:8.3f}" if e.flops > 0 else "--")
         if has_stack:
             cells.append(_clip((e.stack or [""])[0], cols[len(cells)][1]))
         out.append("".join(c.rjust(w) + "  " for c, (_, w) in zip(cells, cols)))

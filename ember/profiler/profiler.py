@@ -36,6 +36,7 @@ from ember import memory as _memory
 from ember.autograd import engine as _engine
 from ember.dispatch.modes import DispatchMode, current_modes
 from ember.profiler._events import EventList, FunctionEvent, MemoryRecord, chrome_trace
+from ember.profiler._flops import flops_of
 from ember.tensor import Tensor
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "ProfilerAction", "schedule",
@@ -131,9 +132,10 @@ def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None,
 class _Recorder:
     """The events of one recording window: spans per thread, memory records."""
 
-    def __init__(self, record_shapes: bool, with_stack: bool):
+    def __init__(self, record_shapes: bool, with_stack: bool, with_flops: bool = False):
         self.record_shapes = record_shapes
         self.with_stack = with_stack
+        self.with_flops = with_flops
         self.events: list[FunctionEvent] = []
         self.open: dict[int, list[FunctionEvent]] = {}
         self.memory: list[tuple] = []  # (MemoryRecord, event or None)
@@ -187,7 +189,7 @@ class _Recorder:
         for i, e in enumerate(events, 1):
             e.id = i
         return EventList(events, profile_memory=profile_memory,
-                         memory=[rec for rec, _ in self.memory])
+                         memory=[rec for rec, _ in self.memory], with_flops=self.with_flops)
 
 
 _active: _Recorder | None = None  # the recording window, if any (record_function reads it)
@@ -234,9 +236,12 @@ class _ProfilerMode(DispatchMode):
         shapes = _input_shapes(func, args, kwargs) if rec.record_shapes else None
         ev = rec.begin(f"{func.namespace}::{func.name}", "cpu_op", shapes)
         try:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
         finally:
             rec.end(ev)
+        if rec.with_flops:
+            ev.flops = flops_of(func.name, args, kwargs, out)
+        return out
 
 
 def _observe_node(node, grads: tuple):
@@ -311,10 +316,12 @@ class profile:
         record_shapes: record each operator's input shapes (one entry per schema argument).
         profile_memory: record the CPU allocator's allocations and frees per operator.
         with_stack: record the Python stack (user frames) of each event.
+        with_flops: estimate each operator call's floating-point operations (``event.flops``
+            and a ``Total FLOPs`` column), for torch's operators and formulas (see
+            ``ember.profiler._flops``).
 
     Raises:
         RuntimeError: when another profile is already recording.
-        NotImplementedError: ``with_flops=True`` (FLOPs are not counted).
 
     Example:
         >>> x = ember.ones(4, 4)
@@ -339,14 +346,13 @@ class profile:
         for a in sorted(acts - supported_activities(), key=lambda a: a.value):
             warnings.warn(f"profile: activity {a} is not available; profiling CPU only",
                           stacklevel=2)
-        if with_flops:
-            raise NotImplementedError("profile: with_flops is not supported")
         self.activities = acts
         self.schedule = schedule
         self.on_trace_ready = on_trace_ready
         self.record_shapes = record_shapes
         self.profile_memory = profile_memory
         self.with_stack = with_stack
+        self.with_flops = with_flops
         self.step_num = 0
         self.current_action = schedule(0) if schedule is not None else ProfilerAction.RECORD
         self._recorder: _Recorder | None = None
@@ -416,7 +422,7 @@ class profile:
         if _active is not None:
             raise RuntimeError("profile: another profiler is already recording; profilers "
                                "cannot be nested")
-        rec = self._recorder = _Recorder(self.record_shapes, self.with_stack)
+        rec = self._recorder = _Recorder(self.record_shapes, self.with_stack, self.with_flops)
         _active = rec
         self._mode = _ProfilerMode(rec).__enter__()
         _engine.node_observer = _observe_node
