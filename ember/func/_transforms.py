@@ -359,11 +359,17 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None):
     """The Jacobian by reverse mode, one vector-Jacobian product per output element
     (``torch.func.jacrev``): shape ``output.shape + input.shape``.
 
+    The products run one backward pass at a time over the retained graph, so memory is that
+    of ``chunk_size=1`` whatever ``chunk_size`` is (it is validated as torch's).
+
     Example:
         >>> jacrev(lambda x: x * x)(ember.tensor([1.0, 2.0]))
         tensor([[2., 0.],
                 [0., 4.]])
     """
+    if chunk_size is not None and chunk_size <= 0:
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacrev")

@@ -297,3 +297,19 @@ def test_jvp_and_jacfwd_inside_vmap():
     je = vmap(jacfwd(lambda x: _g(ember, x)))(ember.tensor(a))
     jt = tf.vmap(tf.jacfwd(lambda x: _g(torch, x)))(torch.tensor(a))
     _close(je, jt)
+
+
+@pytest.mark.parametrize("chunk_size", [0, -1])
+def test_jacrev_refuses_a_chunk_size_below_one_as_torch(chunk_size):
+    with pytest.raises(ValueError, match="jacrev: `chunk_size` should be greater than 0."):
+        jacrev(lambda x: x * x, chunk_size=chunk_size)
+    with pytest.raises(ValueError, match="jacrev: `chunk_size` should be greater than 0."):
+        tf.jacrev(lambda x: x * x, chunk_size=chunk_size)(torch.ones(3))
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1, 2, 7])
+def test_jacrev_with_a_chunk_size_equals_torchs(chunk_size):
+    a = np.random.default_rng(3).standard_normal(5)
+    jr = jacrev(lambda x: (x * x).cumsum(0).tanh(), chunk_size=chunk_size)(ember.tensor(a))
+    jt = tf.jacrev(lambda x: (x * x).cumsum(0).tanh(), chunk_size=chunk_size)(torch.tensor(a))
+    np.testing.assert_allclose(jr.numpy(), jt.numpy(), rtol=1e-12, atol=1e-12)
