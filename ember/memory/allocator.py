@@ -30,15 +30,19 @@ exact-size request gets the most recently freed block of that size, where PyTorc
 might pick another address. Recording history turns the lane off.
 
 NOTE [Parked frees]
-A dying Storage does not take the lock: ``park`` appends its block to ``parked`` (one list
-append, atomic under the GIL and safe from a finalizer that interrupts a ``malloc``). The block
-stays counted as allocated until it is *settled*: the next ``malloc`` settles every parked block
-first, and so do the statistics, snapshots, ``empty_cache``, settings changes and the peak and
-accumulation resets (``settle``/``flush``), so every counter is exact wherever it is read and
-every malloc counts its increase after the frees that preceded it, as PyTorch's do. A small
-request of exactly the size of the most recently parked block takes it back directly, counted
-as a free and a malloc at once (``allocated`` and its current values do not move). With the
-exact-size lane off (recording, streams, no caching) ``park`` is ``free``.
+A dying Storage does not take the lock: ``park`` appends its block to ``parked`` (a deque:
+appends and pops are atomic under the GIL and safe from a finalizer that interrupts a
+``malloc``). The block stays counted as allocated until it is *settled*: the next ``malloc``
+settles every parked block first, and so do the statistics, snapshots, ``empty_cache``,
+settings changes and the peak and accumulation resets (``settle``/``flush``), so every counter
+is exact wherever it is read and every malloc counts its increase after the frees that preceded
+it, as PyTorch's do. A small request of exactly the size of the most recently parked block
+takes it back, counted as a free and a malloc at once (``allocation`` and ``allocated_bytes``
+keep their current values). When it also asks for exactly the bytes the block's last owner
+did, no current value or peak can change, so ``new_cpu_array`` takes the block back without
+the lock and only appends the request to ``trips``, whose cumulative counts (freed bytes,
+blocks and requested bytes) are added when the frees are settled. With the exact-size lane off
+(recording, streams, no caching) ``park`` is ``free``.
 
 NOTE [Statistics are counters]
 Every statistic of ``memory_stats()`` is a counter updated where the block state changes: the
@@ -378,7 +382,8 @@ class CachingAllocator:
         self.pending: list[Block] = []
         self.spare: Block | None = None  # one recycled Block object for the next split
         self.lane: dict[int, list[Block]] = {}  # NOTE [Exact-size lane]; lists may be empty
-        self.parked: list[Block] = []  # NOTE [Parked frees]
+        self.parked: deque[Block] = deque()  # NOTE [Parked frees]
+        self.trips: list[int] = []  # requests served by lock-free take-backs, to be counted
         self.lane_on = caching
         self.park = self.parked.append if caching else self.free
         self.num_alloc_retries = 0
@@ -439,13 +444,9 @@ class CachingAllocator:
             parked = self.parked
             if size <= K_SMALL_SIZE:
                 if parked:  # NOTE [Parked frees]
-                    block = parked.pop()
-                    if block.size == size and self.lane_on:
-                        if parked:
-                            self._settle()
-                        return self._take_back(block, nbytes)
-                    parked.append(block)
-                    self._settle()
+                    block = self._unpark(size, nbytes)
+                    if block is not None:
+                        return block
                 lane = self.lane.get(size)
                 if lane:  # NOTE [Exact-size lane]
                     block = lane.pop()
@@ -518,11 +519,21 @@ class CachingAllocator:
         from ember.memory.diagnose import out_of_memory
         raise out_of_memory(self, oom.nbytes, oom.size, oom.alloc_size)
 
-    def _take_back(self, block: Block, nbytes: int) -> Block:
-        """The most recently parked block, for a request of its size: its free and this
-        malloc counted together (NOTE [Parked frees]); allocations and bytes stay put."""
+    def _unpark(self, size: int, nbytes: int) -> Block | None:
+        """Settle the parked frees; the most recent one's block if it has ``size``, its free
+        and this malloc counted together (NOTE [Parked frees]). Lock held, busy."""
+        parked = self.parked
+        try:
+            block = parked.pop()
+        except IndexError:  # another thread took it back meanwhile
+            return None
+        if block.size != size or not self.lane_on:
+            parked.append(block)
+            self._settle()
+            return None
+        if parked or self.trips:
+            self._settle()
         c = self.small
-        size = block.size
         req = block.requested
         c.ab_fr += size
         c.ac_fr += 1
@@ -536,14 +547,16 @@ class CachingAllocator:
         return block
 
     def _settle(self) -> None:
-        """Count the parked frees, oldest first, and move their blocks into the exact-size
-        lane (or free them fully when the lane is off). Called with the lock held and busy."""
+        """Count the parked frees, oldest first, moving their blocks into the exact-size lane
+        (or freeing them fully when the lane is off), and the lock-free take-backs' trips.
+        Called with the lock held and busy."""
         parked = self.parked
         uses = self.uses
-        i = 0
-        while i < len(parked):  # a finalizer run meanwhile may append: it is settled too
-            block = parked[i]
-            i += 1
+        while parked:  # a finalizer run meanwhile may append: it is settled too
+            try:
+                block = parked.popleft()
+            except IndexError:  # another thread took the last one back
+                break
             if self.lane_on and block.seg.small:
                 c = self.small
                 size = block.size
@@ -567,12 +580,24 @@ class CachingAllocator:
                 self._free_later(block)
             else:
                 self._free(block)
-        del parked[:i]
+        trips = self.trips
+        if trips:
+            c = self.small
+            divisions = self.divisions
+            while trips:
+                nbytes = trips.pop()
+                size = (nbytes + 511) & -512 if divisions is None else \
+                    round_size(nbytes, divisions)
+                c.ab_fr += size
+                c.ac_fr += 1
+                c.rq_fr += nbytes
+                if size >= self.max_split:
+                    self.oa[3] += 1
 
     def settle(self) -> None:
         """Count every parked free now (NOTE [Parked frees]): the counters are then exact."""
         with self.lock:
-            if self.parked and not self.busy:
+            if (self.parked or self.trips) and not self.busy:
                 self.busy = True
                 try:
                     self._settle()
@@ -840,11 +865,10 @@ class CachingAllocator:
         """Settle the parked frees and the exact-size lane, so blocks and statistics are
         exactly PyTorch's."""
         with self.lock:
-            if (self.lane or self.parked) and not self.busy:
+            if (self.lane or self.parked or self.trips) and not self.busy:
                 self.busy = True
                 try:
-                    if self.parked:
-                        self._settle()
+                    self._settle()
                     self._flush()
                 finally:
                     self.busy = False
@@ -1048,8 +1072,7 @@ class CachingAllocator:
         with self.lock:
             self.busy = True
             try:
-                if self.parked:
-                    self._settle()
+                self._settle()
                 self._flush()
                 if self.events:
                     self._sync_events()

@@ -32,7 +32,7 @@ import mmap
 import numpy as np
 
 from ember.core.device import CPU, Device
-from ember.memory.allocator import CPU_ALLOCATOR, allocator_for
+from ember.memory.allocator import CPU_ALLOCATOR, K_SMALL_SIZE, allocator_for
 from ember.memory.devices import array_module_of, get_backend
 
 __all__ = ["Storage", "UntypedStorage", "new_cpu_array", "new_array", "export_array"]
@@ -191,7 +191,23 @@ def new_cpu_array(nbytes: int, shape: tuple, npdtype) -> tuple[Storage, np.ndarr
     st._device = CPU
     alloc = st._alloc = CPU_ALLOCATOR
     if nbytes:
-        block = alloc.malloc(nbytes)
+        parked = alloc.parked
+        block = None
+        if parked and nbytes <= K_SMALL_SIZE:
+            # NOTE [Parked frees]: the latest freed block, when it served exactly this request
+            try:
+                block = parked.pop()
+            except IndexError:
+                pass
+            else:
+                trips = alloc.trips
+                if block.requested == nbytes and alloc.lane_on and len(trips) < 1024:
+                    trips.append(nbytes)
+                else:
+                    parked.append(block)
+                    block = None
+        if block is None:
+            block = alloc.malloc(nbytes)
         if block is not None:
             st._block = block
             arr = block.arr  # the array of the block's last tensor, when it came from the lane

@@ -47,6 +47,35 @@ def test_a_request_of_the_parked_size_takes_the_block_back(fresh):
     fresh.check()
 
 
+def test_an_identical_request_takes_the_block_back_without_the_lock(fresh):
+    t = ember.empty(100)
+    ptr = t.untyped_storage().data_ptr()
+    del t
+    u = ember.empty(100)
+    assert u.untyped_storage().data_ptr() == ptr
+    assert not fresh.parked and fresh.trips == [400]  # counted when settled
+    s = stats()
+    assert not fresh.trips
+    assert [s[f"allocation.all.{f}"] for f in ("current", "peak", "allocated", "freed")] == \
+        [1, 1, 2, 1]
+    assert [s[f"requested_bytes.all.{f}"] for f in ("current", "peak", "allocated", "freed")] \
+        == [400, 400, 800, 400]
+    assert (s["allocated_bytes.all.allocated"], s["allocated_bytes.all.freed"]) == (1024, 512)
+    fresh.check()
+
+
+def test_lock_free_take_backs_stay_bounded_and_counted(fresh):
+    for _ in range(3000):
+        t = ember.empty(100)
+        del t
+    assert len(fresh.trips) <= 1024
+    s = stats()
+    assert (s["allocation.all.allocated"], s["allocation.all.freed"]) == (3000, 3000)
+    assert s["requested_bytes.all.freed"] == 3000 * 400
+    assert s["allocated_bytes.all.peak"] == 512
+    fresh.check()
+
+
 def test_other_sizes_settle_the_parked_frees_first(fresh):
     a, b = ember.empty(100), ember.empty(1000)  # 512 and 4096 bytes
     del a, b
