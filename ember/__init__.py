@@ -45,6 +45,8 @@ from ember.core.dtype import (
     DType,
     bfloat16,
     can_cast,
+    complex64,
+    complex128,
     finfo,
     float16,
     float32,
@@ -79,6 +81,7 @@ from ember.ops.composites import *  # noqa: F403
 from ember.ops.conv import *  # noqa: F403
 from ember.ops.copy import clone
 from ember.ops.creation import *  # noqa: F403
+from ember.ops.fft import istft, stft
 from ember.ops.linalg import *  # noqa: F403
 from ember.ops.linalg_composites import *  # noqa: F403
 from ember.ops.linalg_factor import *  # noqa: F403
@@ -110,6 +113,8 @@ long = int64
 int = int32  # noqa: A001
 short = int16
 char = int8
+cfloat = complex64
+cdouble = complex128
 
 __version__ = "0.1.0"
 

@@ -231,7 +231,7 @@ def _wrap_outputs(ctx: BackwardCFunction, args: tuple, output):
         if id(o) in dirty:
             _check_inplace(ctx.name(), o)
             mark_requires_grad(o, ctx, i)
-        elif id(o) in non_diff or not o._dtype.is_floating_point:
+        elif id(o) in non_diff or not o._dtype.is_differentiable:
             pass
         else:
             if id(o) in input_ids:
@@ -292,7 +292,7 @@ def once_differentiable(fn):
         node._in_meta = tuple((t._shape, t._dtype) for t in grads_in)
         out = []
         for i, o in enumerate(tup):
-            if isinstance(o, Tensor) and o._dtype.is_floating_point:
+            if isinstance(o, Tensor) and o._dtype.is_differentiable:
                 o = o.detach()
                 mark_requires_grad(o, node, i)
             out.append(o)

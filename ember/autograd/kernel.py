@@ -595,12 +595,12 @@ def _mark_outputs(out, node, inplace: bool, self_t, save_result: bool, which):
             _rebase_history(self_t, node)
         else:
             for i, o in enumerate(outs):
-                if isinstance(o, Tensor) and o._dtype.is_floating_point and i not in skip:
+                if isinstance(o, Tensor) and o._dtype.is_differentiable and i not in skip:
                     mark_requires_grad(o, node, i)
     if save_result:
         # one SavedTensor per output for multi-output ops (``ctx.result`` is then a tuple)
         node._result = SavedTensor(outs[0], node, is_output=True) if len(outs) == 1 else tuple(
-            SavedTensor(o, node, is_output=o._dtype.is_floating_point and i not in skip)
+            SavedTensor(o, node, is_output=o._dtype.is_differentiable and i not in skip)
             if isinstance(o, Tensor) and (which is None or i in which) else None
             for i, o in enumerate(outs))
     return out
@@ -655,7 +655,7 @@ class ViewOfBaseBackward(Node):
 
 
 def _rebase_history(t: Tensor, node: Node) -> None:
-    if not t._dtype.is_floating_point:  # an integer or bool tensor written in place (copy_)
+    if not t._dtype.is_differentiable:  # an integer or bool tensor written in place (copy_)
         return  # never requires grad, as in torch
     base = t._base
     if base is None:
@@ -712,7 +712,7 @@ def _not_implemented_fallback(op, ks: int, *args, **kwargs):
         return out
     outs = out if isinstance(out, tuple) else (out,)
     for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and o._dtype.is_floating_point:
+        if isinstance(o, Tensor) and o._dtype.is_differentiable:
             mark_requires_grad(o, node, i)
     return out
 

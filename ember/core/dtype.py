@@ -15,23 +15,28 @@ import numpy as np
 
 __all__ = [
     "DType", "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
-    "uint8", "bool_", "promote_types", "can_cast", "get_default_dtype", "set_default_dtype",
-    "finfo", "iinfo", "from_numpy_dtype", "ALL_DTYPES",
+    "uint8", "bool_", "complex64", "complex128", "promote_types", "can_cast",
+    "get_default_dtype", "set_default_dtype", "finfo", "iinfo", "from_numpy_dtype", "ALL_DTYPES",
 ]
 
-# Categories in promotion order (PyTorch: bool < integral < floating).
-BOOL, INTEGRAL, FLOATING = 0, 1, 2
+# Categories in promotion order (PyTorch: bool < integral < floating < complex).
+BOOL, INTEGRAL, FLOATING, COMPLEX = 0, 1, 2, 3
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class DType:
     """An element type. Instances are singletons, compared by identity.
 
+    ``is_complex`` dtypes hold (real, imag) pairs of their ``to_real()`` dtype; they are not
+    floating point (``is_floating_point`` is False, as torch), but they are differentiable.
+
     Example:
         >>> ember.float32.itemsize, ember.float32.is_floating_point, ember.int64.is_signed
         (4, True, True)
         >>> ember.float32 is ember.float
         True
+        >>> ember.complex64.is_complex, ember.complex64.to_real(), ember.cdouble.itemsize
+        (True, ember.float32, 16)
     """
 
     name: str
@@ -41,16 +46,30 @@ class DType:
     np: np.dtype = field(compare=False)
 
     is_floating_point: bool = field(init=False, compare=False)  # read on hot paths
+    is_complex: bool = field(init=False, compare=False)
+    # floating or complex: the dtypes whose tensors can require gradients
+    is_differentiable: bool = field(init=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "is_floating_point", self.category == FLOATING)
-
-    @property
-    def is_complex(self) -> bool:
-        return False
+        object.__setattr__(self, "is_complex", self.category == COMPLEX)
+        object.__setattr__(self, "is_differentiable", self.category >= FLOATING)
 
     def to_real(self) -> DType:
-        return self
+        """The real dtype of a complex dtype's parts (complex64 -> float32); others: itself."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self) -> DType:
+        """The complex dtype of this floating dtype (float64 -> complex128; bfloat16 ->
+        complex64 as torch). torch's complex32 (chalf) does not exist in ember: float16 raises
+        TypeError."""
+        if self.category == COMPLEX:
+            return self
+        try:
+            return _TO_COMPLEX[self]
+        except KeyError:
+            raise TypeError(f"ember has no complex dtype with {self.name} parts (torch's "
+                            "complex32/chalf is not supported)") from None
 
     @property
     def scalar_name(self) -> str:
@@ -74,12 +93,18 @@ int32 = DType("int32", 4, INTEGRAL, True, np.dtype(np.int32))
 int64 = DType("int64", 8, INTEGRAL, True, np.dtype(np.int64))
 uint8 = DType("uint8", 1, INTEGRAL, False, np.dtype(np.uint8))
 bool_ = DType("bool", 1, BOOL, False, np.dtype(np.bool_))
+complex64 = DType("complex64", 8, COMPLEX, True, np.dtype(np.complex64))
+complex128 = DType("complex128", 16, COMPLEX, True, np.dtype(np.complex128))
 
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                  "bfloat16": "BFloat16", "int8": "Char", "int16": "Short", "int32": "Int",
-                 "int64": "Long", "uint8": "Byte", "bool": "Bool"}
+                 "int64": "Long", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+                 "complex128": "ComplexDouble"}
+_TO_REAL = {complex64: float32, complex128: float64}
+_TO_COMPLEX = {float32: complex64, float64: complex128, bfloat16: complex64}  # as torch
 
-ALL_DTYPES = (float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool_)
+ALL_DTYPES = (float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool_,
+              complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NP = {d.np: d for d in ALL_DTYPES}
 
@@ -95,7 +120,8 @@ def from_numpy_dtype(npdtype) -> DType:
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(npdtype)}. The only supported types "
-            "are: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+            "are: complex128, complex64, float64, float32, float16, bfloat16, int64, int32, "
+            "int16, int8, uint8, and bool."
         ) from None
 
 
@@ -104,7 +130,11 @@ def _promote(a: DType, b: DType) -> DType:
         return a
     if a.category != b.category:
         hi, lo = (a, b) if a.category > b.category else (b, a)
+        if hi is complex64 and lo is float64:  # the parts must hold a double
+            return complex128
         return hi
+    if a.category == COMPLEX:
+        return a if a.itemsize > b.itemsize else b
     if a.category == FLOATING:
         if {a, b} == {float16, bfloat16}:
             return float32
@@ -127,6 +157,8 @@ def promote_types(type1: DType, type2: DType) -> DType:
         ember.float16
         >>> ember.promote_types(ember.uint8, ember.int8)
         ember.int16
+        >>> ember.promote_types(ember.float64, ember.complex64)
+        ember.complex128
     """
     return _PROMOTE[type1, type2]
 
@@ -169,21 +201,36 @@ def set_default_dtype(d: DType) -> None:
     _default_dtype = d
 
 
+def default_complex_dtype() -> DType:
+    """The dtype of tensors made from Python complex numbers: complex128 when the default
+    dtype is float64, else complex64 (torch)."""
+    return complex128 if _default_dtype is float64 else complex64
+
+
 def scalar_dtype(value) -> DType:
-    """The dtype a Python scalar gets when it becomes a tensor (bool, int64, default float)."""
+    """The dtype a Python scalar gets when it becomes a tensor (bool, int64, default float,
+    default complex)."""
     if isinstance(value, builtins.bool | np.bool_):
         return bool_
     if isinstance(value, builtins.int | np.integer):
         return int64
     if isinstance(value, builtins.float | np.floating):
         return _default_dtype
-    raise TypeError(f"expected a Python scalar (bool, int or float); got {type(value).__name__}")
+    if isinstance(value, builtins.complex | np.complexfloating):
+        return default_complex_dtype()
+    raise TypeError(f"expected a Python scalar (bool, int, float or complex); got "
+                    f"{type(value).__name__}")
 
 
 def _combine_categories(higher: DType | None, lower: DType | None) -> DType | None:
     if higher is None:
         return lower
-    if lower is None or higher.category == FLOATING:
+    if lower is None or higher.category == COMPLEX:
+        return higher
+    if lower.category == COMPLEX:
+        # a floating operand keeps its precision: float64 tensor * 1j is complex128
+        return higher.to_complex() if higher.category == FLOATING else lower
+    if higher.category == FLOATING:
         return higher
     if higher is bool_ or lower.category == FLOATING:
         return _PROMOTE[higher, lower]
@@ -214,15 +261,19 @@ def result_type_of(dim_dtypes, zero_dim_dtypes, scalar_dtypes) -> DType:
 class finfo:
     """Machine limits of a floating dtype (``torch.finfo``): bits, eps, max, min, tiny.
 
+    A complex dtype gives the limits of its real parts, as torch.
+
     Example:
         >>> ember.finfo(ember.float16).max, ember.finfo(ember.float32).eps
         (65504.0, 1.1920928955078125e-07)
         >>> ember.finfo(ember.bfloat16).bits
         16
+        >>> ember.finfo(ember.complex128).dtype
+        'float64'
     """
 
     def __init__(self, type: DType | None = None):
-        type = type or _default_dtype
+        type = (type or _default_dtype).to_real()
         if not type.is_floating_point:
             raise TypeError(f"finfo: expected a floating point dtype; got {type}")
         info = ml_dtypes.finfo(type.np) if type is bfloat16 else np.finfo(type.np)

@@ -183,7 +183,8 @@ def _python_data(data, target: dt.DType | None = None):
     for d in leaves[1:]:
         inferred = dt.promote_types(inferred, d)
     try:
-        array = np.array(nested, dtype=np.float64 if inferred.is_floating_point else None)
+        array = np.array(nested, dtype=np.float64 if inferred.is_floating_point else
+                         np.complex128 if inferred.is_complex else None)
     except ValueError as e:
         raise ValueError(f"tensor: expected a rectangular nested sequence; {e}") from None
     except OverflowError:
@@ -250,7 +251,7 @@ def _walk(x, leaves: list, depth: int):
     if isinstance(x, np.generic):
         leaves.append(dt.from_numpy_dtype(np.asarray(x).dtype))
         return x.item()
-    if isinstance(x, bool | int | float):
+    if isinstance(x, bool | int | float | complex):
         leaves.append(dt.scalar_dtype(x))
         return x
     raise TypeError(f"tensor: could not infer dtype of {type(x).__name__}")
@@ -288,7 +289,7 @@ def tensor(data, *, dtype=None, layout=None, device=None, pin_memory=None,
 
 def check_requires_grad(dtype: dt.DType, requires_grad: bool) -> None:
     """RuntimeError (torch's) for ``requires_grad=True`` on a non-floating dtype."""
-    if requires_grad and not dtype.is_floating_point:
+    if requires_grad and not dtype.is_differentiable:
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
 

@@ -50,12 +50,11 @@ SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 TorchSlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
 
 # -- shared checks -----------------------------------------------------------------------------
-_TN = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-       "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
-       "bool": "Bool"}
+_TN = {d.name: d.scalar_name for d in dt.ALL_DTYPES}
 _CN = {"float32": "float", "float64": "double", "float16": "c10::Half",
        "bfloat16": "c10::BFloat16", "int8": "signed char", "int16": "short int", "int32": "int",
-       "int64": "long int", "uint8": "unsigned char", "bool": "bool"}
+       "int64": "long int", "uint8": "unsigned char", "bool": "bool",
+       "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
 def _tn(t: Tensor) -> str:

@@ -44,9 +44,7 @@ BITS = frozenset((_B, _I))
 INT = frozenset((_I,))
 _SCALARS = (bool, int, float)
 
-_TN = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-       "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
-       "bool": "Bool"}
+_TN = {d.name: d.scalar_name for d in dt.ALL_DTYPES}
 
 _NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
              "to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -1518,3 +1516,97 @@ for _alias, _target in ALIASES.items():
     if _target + "_" in globals():
         _export(_alias + "_", globals()[_target + "_"])
         TENSOR_METHODS[_alias + "_"] = globals()[_target + "_"]
+
+
+# -- complex construction and parts -----------------------------------------------------------
+def _complex_operands(name: str, a, b, names=("real", "imag")) -> None:
+    for i, (t, arg) in enumerate(((a, names[0]), (b, names[1])), 1):
+        if not isinstance(t, Tensor):
+            raise _type_error(name, arg, i, t)
+    if a._dtype is not b._dtype and a._dtype.is_floating_point and b._dtype.is_floating_point:
+        raise RuntimeError(f"Expected object of scalar type {_TN[a._dtype.name]} but got scalar "
+                           f"type {_TN[b._dtype.name]} for second argument")
+    ok = (dt.float32, dt.float64)
+    if a._dtype not in ok or b._dtype not in ok:
+        if a._dtype is dt.float16 and b._dtype is dt.float16:
+            raise RuntimeError(f"{name}: ember has no complex32 (chalf) dtype")
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{_TN[a._dtype.name]} and {_TN[b._dtype.name]}")
+
+
+@composite("complex(Tensor real, Tensor imag, *, Tensor(a!)? out=None) -> Tensor", method=False)
+def complex(real: Tensor, imag: Tensor, *, out=None) -> Tensor:  # noqa: A001
+    """``real + 1j * imag`` from two float32 (or float64) tensors, broadcast (torch.complex).
+
+    Raises:
+        RuntimeError: the dtypes differ, or are not float32/float64 (torch's messages).
+
+    Example:
+        >>> ember.complex(ember.tensor([1.0, 2.0]), ember.tensor([3.0, -4.0]))
+        tensor([1.+3.j, 2.-4.j])
+    """
+    from ember.ops.shape import broadcast_tensors, stack
+    from ember.ops.special import write_out
+    from ember.ops.views import view_as_complex
+    _complex_operands("complex", real, imag)
+    value = view_as_complex(stack(broadcast_tensors(real, imag), -1))
+    return write_out(value, out, "complex")
+
+
+@composite("polar(Tensor abs, Tensor angle, *, Tensor(a!)? out=None) -> Tensor", method=False)
+def polar(abs: Tensor, angle: Tensor, *, out=None) -> Tensor:  # noqa: A002
+    """``abs * exp(1j * angle)`` from float32 (or float64) tensors, broadcast (torch.polar).
+
+    Example:
+        >>> ember.polar(ember.tensor([2.0]), ember.tensor([0.0]))
+        tensor([2.+0.j])
+    """
+    from ember.ops.special import write_out
+    _complex_operands("polar", abs, angle, ("abs", "angle"))
+    value = complex(abs * angle.cos(), abs * angle.sin())
+    return write_out(value, out, "polar")
+
+
+@composite("angle(Tensor self, *, Tensor(a!)? out=None) -> Tensor")
+def angle(input: Tensor, *, out=None) -> Tensor:
+    """The argument of each element in radians: ``atan2(imag, real)`` for complex tensors;
+    for real ones pi for negative values, 0 otherwise, NaN for NaN (torch.angle).
+
+    Integers promote to the default float dtype; for real inputs the gradient is zero, as torch.
+
+    Example:
+        >>> ember.angle(ember.tensor([-2.0, 0.0, 3.0]))
+        tensor([3.1416, 0.0000, 0.0000])
+        >>> ember.angle(ember.tensor([1j, -1 + 0j]))
+        tensor([1.5708, 3.1416])
+    """
+    from ember.ops.special import write_out
+    from ember.ops.views import imag, real
+    if not isinstance(input, Tensor):
+        raise _type_error("angle", "input", 1, input)
+    if input._dtype.is_complex:
+        return write_out(imag(input).atan2(real(input)), out, "angle")
+    x = input if input._dtype.is_floating_point else input.to(dt.get_default_dtype())
+    value = where(x < 0, math.pi, 0.0).to(x._dtype)
+    value = where(x.isnan(), x * 0, value)  # NaN stays NaN; the gradient is zero everywhere
+    return write_out(value, out, "angle")
+
+
+@composite("isreal(Tensor self) -> Tensor")
+def isreal(input: Tensor) -> Tensor:
+    """Whether each element is real: its imaginary part is 0 (always True for real dtypes).
+
+    Example:
+        >>> ember.isreal(ember.tensor([1 + 0j, 1j]))
+        tensor([ True, False])
+    """
+    from ember.ops.creation import ones_like
+    from ember.ops.views import imag
+    if not isinstance(input, Tensor):
+        raise _type_error("isreal", "input", 1, input)
+    if input._dtype.is_complex:
+        return imag(input) == 0
+    return ones_like(input, dtype=dt.bool_)
+
+
+__all__ += ["complex", "polar", "angle", "isreal"]

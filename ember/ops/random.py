@@ -87,7 +87,7 @@ def _float_spec(op: str, size, dtype, out, *, star_size: bool = True,
         raise TypeError(f"{op}() missing required argument 'size'; pass () for a 0-d tensor")
     dtype = dtype or (out._dtype if out is not None else dt.get_default_dtype())
     shape = _shape_arg(size)
-    require_float(op, dtype, (1,) if always else shape)
+    require_float(op, dtype.to_real(), (1,) if always else shape)  # complex: real parts' dtype
     return Spec(shape, dtype)
 
 

@@ -62,9 +62,7 @@ class return_types:  # noqa: N801  (torch.return_types)
     aminmax = namedtuple("aminmax", ["min", "max"])
 
 
-_TN = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-       "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
-       "bool": "Bool"}
+_TN = {d.name: d.scalar_name for d in dt.ALL_DTYPES}
 
 
 def tname(d: dt.DType) -> str:

@@ -45,9 +45,7 @@ __all__ = [
     "bincount", "histc", "searchsorted", "bucketize",
 ]
 
-_TN = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-       "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
-       "bool": "Bool"}
+_TN = {d.name: d.scalar_name for d in dt.ALL_DTYPES}
 
 
 def _named(name: str):

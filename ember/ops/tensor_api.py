@@ -419,21 +419,7 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
     return input._shape == other._shape
 
 
-# -- real-number forms of the complex API -----------------------------------------------------
-# ember has no complex dtypes: conjugation is the identity and every tensor is real, as torch
-# behaves for real tensors.
-@tensor_method("is_conj")
-def is_conj(input: Tensor) -> bool:
-    """False: a real tensor never carries a lazy conjugation bit.
-
-    Example:
-        >>> ember.is_conj(ember.ones(1))
-        False
-    """
-    _require("is_conj", input)
-    return False
-
-
+# -- lazy negation (ember has no negation bit; the complex API lives in ember.ops.views) ------
 @tensor_method("is_neg")
 def is_neg(input: Tensor) -> bool:
     """False: ember has no lazy negation bit.
@@ -443,17 +429,6 @@ def is_neg(input: Tensor) -> bool:
         False
     """
     _require("is_neg", input)
-    return False
-
-
-def is_complex(input: Tensor) -> bool:
-    """False: ember has no complex dtypes (``torch.is_complex``).
-
-    Example:
-        >>> ember.is_complex(ember.ones(1))
-        False
-    """
-    _require("is_complex", input)
     return False
 
 
@@ -481,19 +456,6 @@ def is_inference(input: Tensor) -> bool:
     return input.is_inference()
 
 
-@composite("resolve_conj(Tensor(a) self) -> Tensor(a)")
-def resolve_conj(input: Tensor) -> Tensor:
-    """``input`` itself (no conjugation bit to materialise).
-
-    Example:
-        >>> x = ember.ones(2)
-        >>> ember.resolve_conj(x).equal(x)
-        True
-    """
-    _require("resolve_conj", input)
-    return input
-
-
 @composite("resolve_neg(Tensor(a) self) -> Tensor(a)")
 def resolve_neg(input: Tensor) -> Tensor:
     """``input`` itself (no negation bit to materialise).
@@ -505,88 +467,6 @@ def resolve_neg(input: Tensor) -> Tensor:
     """
     _require("resolve_neg", input)
     return input
-
-
-@composite("conj(Tensor(a) self) -> Tensor(a)")
-def conj(input: Tensor) -> Tensor:
-    """The complex conjugate: ``input`` itself for a real tensor, as torch.
-
-    Example:
-        >>> x = ember.tensor([1.0, -2.0])
-        >>> ember.conj(x) is x
-        True
-    """
-    _require("conj", input)
-    return input
-
-
-@composite("conj_physical(Tensor self) -> Tensor")
-def conj_physical(input: Tensor) -> Tensor:
-    """The complex conjugate computed eagerly: ``input`` itself for a real tensor, as torch.
-
-    Example:
-        >>> ember.conj_physical(ember.tensor([1.0, -2.0]))
-        tensor([ 1., -2.])
-    """
-    _require("conj_physical", input)
-    return input
-
-
-@tensor_method("conj_physical_")
-def conj_physical_(input: Tensor) -> Tensor:
-    """In-place :func:`conj_physical`: nothing to do for a real tensor.
-
-    Example:
-        >>> x = ember.tensor([1.0, -2.0])
-        >>> x.conj_physical_() is x
-        True
-    """
-    return input
-
-
-@composite("real(Tensor(a) self) -> Tensor(a)", method=False)
-def real(input: Tensor) -> Tensor:
-    """The real part: ``input`` itself for a real tensor, as torch.
-
-    Example:
-        >>> x = ember.tensor([1.0, -2.0])
-        >>> ember.real(x).equal(x)
-        True
-    """
-    _require("real", input)
-    return input
-
-
-@composite("isreal(Tensor self) -> Tensor")
-def isreal(input: Tensor) -> Tensor:
-    """All True (bool): every element of a real tensor is real.
-
-    Example:
-        >>> ember.isreal(ember.tensor([1.0, float("nan")]))
-        tensor([True, True])
-    """
-    _require("isreal", input)
-    from ember.ops.creation import ones_like
-    return ones_like(input, dtype=dt.bool_)
-
-
-@composite("angle(Tensor self, *, Tensor(a!)? out=None) -> Tensor")
-def angle(input: Tensor, *, out=None) -> Tensor:
-    """The argument of each element: pi for negative reals, 0 otherwise, NaN for NaN.
-
-    Integers promote to the default float dtype; the gradient is zero, as torch's for reals.
-
-    Example:
-        >>> ember.angle(ember.tensor([-2.0, 0.0, 3.0]))
-        tensor([3.1416, 0.0000, 0.0000])
-    """
-    _require("angle", input)
-    from ember.ops.pointwise import where
-    from ember.ops.special import write_out
-    x = input if input._dtype.is_floating_point else input.to(dt.get_default_dtype())
-    value = where(x < 0, math.pi, 0.0).to(x._dtype)
-    value = where(x.isnan(), x * 0, value)  # NaN stays NaN; the gradient is zero everywhere
-    return write_out(value, out, "angle")
 
 
 # -- small Tensor methods ---------------------------------------------------------------------
@@ -842,14 +722,12 @@ inf = math.inf
 nan = math.nan
 newaxis = None
 
-__all__ += ["is_conj", "is_neg", "is_complex", "is_signed", "is_inference", "resolve_conj",
-            "resolve_neg", "conj", "conj_physical", "real", "isreal", "angle", "typename",
+__all__ += ["is_neg", "is_signed", "is_inference",
+            "resolve_neg", "typename",
             "get_device", "unravel_index", "e", "pi", "inf", "nan", "newaxis"]
 
 
 # -- Tensor extras ------------------------------------------------------------------------------
-Tensor.real = property(lambda self: self, doc="The real part: the tensor itself (no complex "
-                                              "dtypes).")
 
 @tensor_method("adjoint")
 def _adjoint(self: Tensor) -> Tensor:
@@ -887,7 +765,6 @@ def map2_(self: Tensor, x: Tensor, y: Tensor, callable) -> Tensor:
     return self.copy_(tensor(values, dtype=self._dtype).view(self._shape))
 
 
-__all__ += ["conj_physical_"]
 
 
 # -- deprecated non-in-place resize -----------------------------------------------------------

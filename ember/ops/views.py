@@ -50,6 +50,8 @@ def view_operator(schema: str, *, method: str | bool = True, tags=()):
                               base=self._base if self._base is not None else self,
                               version=self._ver)
             out._is_inference = self._is_inference
+            if self._is_conj:
+                out._is_conj = True
             return out
 
         op.register(AliasKey.CompositeExplicitAutograd, kernel)
@@ -920,3 +922,307 @@ def _positions(shape, stride, offset) -> list[int]:
     for d, (n, st) in enumerate(zip(shape, stride)):
         pos += (np.arange(n, dtype=np.int64) * st).reshape((n,) + (1,) * (len(shape) - d - 1))
     return pos.reshape(-1).tolist()
+
+
+# -- complex views -----------------------------------------------------------------------------
+# NOTE [Complex views]
+# A complex tensor's storage holds (real, imag) pairs: ``view_as_real`` sees them as a trailing
+# dim of 2 over the real dtype (strides doubled), ``view_as_complex`` the reverse; ``real`` and
+# ``imag`` select one half. All four share storage and version counter with their input, so
+# writing ``x.real[0] = 1`` changes ``x``, as torch.
+def _dtype_view_operator(schema: str, doc: str):
+    """Declare a view op whose geometry rule also gives the output dtype."""
+
+    def deco(geometry):
+        op = define(schema, (Tag.view,), doc)
+        op.geometry = geometry
+        op.__module__ = __name__
+
+        def kernel(self, *args, **kwargs):
+            shape, stride, offset, dtype = geometry(self, *args, **kwargs)
+            return make_view(self, shape, stride, offset, dtype)
+
+        op.register(AliasKey.CompositeExplicitAutograd, kernel)
+        return op
+
+    return deco
+
+
+def _view_as_real_doc() -> str:
+    return """A real view of a complex tensor: a trailing dim of size 2 holds (real, imag).
+
+    Raises:
+        RuntimeError: ``self`` is not complex, or carries an unresolved conjugation bit.
+
+    Example:
+        >>> ember.view_as_real(ember.tensor([1 + 2j, 3 - 4j]))
+        tensor([[ 1.,  2.],
+                [ 3., -4.]])
+    """
+
+
+@_dtype_view_operator("view_as_real(Tensor(a) self) -> Tensor(a)", _view_as_real_doc())
+def view_as_real(self: Tensor):
+    if not self._dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    if self._is_conj:
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors.  To "
+                           "resolve the conjugate tensor so you can view it as real, use "
+                           "self.resolve_conj()")
+    return (self._shape + (2,), tuple(s * 2 for s in self._stride) + (1,), self._offset * 2,
+            self._dtype.to_real())
+
+
+@derivative(view_as_real)
+def _view_as_real_backward(ctx, grad):
+    return view_as_complex(grad.contiguous())
+
+
+def _view_as_complex_doc() -> str:
+    return """A complex view of a real tensor whose last dim (size 2, stride 1) holds (real, imag).
+
+    Raises:
+        RuntimeError: a dtype other than float32/float64, a last dim that is not of size 2 and
+            stride 1, other strides or the storage offset odd (torch's messages).
+
+    Example:
+        >>> ember.view_as_complex(ember.tensor([[1.0, 2.0], [3.0, -4.0]]))
+        tensor([1.+2.j, 3.-4.j])
+    """
+
+
+@_dtype_view_operator("view_as_complex(Tensor(a) self) -> Tensor(a)", _view_as_complex_doc())
+def view_as_complex(self: Tensor):
+    d = self._dtype
+    if d is not dt.float32 and d is not dt.float64:
+        if d is dt.float16:
+            raise RuntimeError("view_as_complex: ember has no complex32 (chalf) dtype")
+        raise RuntimeError("view_as_complex is only supported for half, float and double tensors, "
+                           f"but got a tensor of scalar type: {d.scalar_name}")
+    if not self._shape:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if self._shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if self._stride[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in self._stride[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if self._offset % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    return (self._shape[:-1], tuple(s // 2 for s in self._stride[:-1]), self._offset // 2,
+            d.to_complex())
+
+
+@derivative(view_as_complex)
+def _view_as_complex_backward(ctx, grad):
+    return view_as_real(grad.contiguous().resolve_conj())
+
+
+TENSOR_METHODS["view_as_real"] = view_as_real
+TENSOR_METHODS["view_as_complex"] = view_as_complex
+
+
+@composite("real(Tensor(a) self) -> Tensor(a)", method=False)
+def real(input: Tensor) -> Tensor:
+    """The real part: a real view of a complex tensor, ``input`` itself for a real one (torch).
+
+    Example:
+        >>> x = ember.tensor([1 + 2j, 3 - 4j])
+        >>> ember.real(x)
+        tensor([1., 3.])
+        >>> ember.real(x).data_ptr() == x.data_ptr()
+        True
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"real(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not input._dtype.is_complex:
+        return input
+    if input._is_conj:  # conj() of a conjugated view: its stored values, same real parts
+        input = conj(input)
+    return select(view_as_real(input), -1, 0)
+
+
+@composite("imag(Tensor(a) self) -> Tensor(a)", method=False)
+def imag(input: Tensor) -> Tensor:
+    """The imaginary part of a complex tensor, as a real view (``torch.imag``).
+
+    On a tensor with the lazy conjugation bit the result is a new tensor holding the negated
+    imaginary parts (torch returns a view with its negation bit; ember has none).
+
+    Raises:
+        RuntimeError: ``input`` is not complex.
+
+    Example:
+        >>> ember.imag(ember.tensor([1 + 2j, 3 - 4j]))
+        tensor([ 2., -4.])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"imag(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not input._dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    if input._is_conj:
+        return -select(view_as_real(conj(input)), -1, 1)
+    return select(view_as_real(input), -1, 1)
+
+
+def _set_part(part):
+    def setter(self: Tensor, value) -> None:
+        part(self).copy_(value)
+    return setter
+
+
+Tensor.real = property(real, _set_part(real), doc="The real part (a view for complex tensors).")
+Tensor.imag = property(imag, _set_part(imag), doc="The imaginary part of a complex tensor, as "
+                                                   "a real view.")
+__all__ += ["view_as_real", "view_as_complex", "real", "imag"]
+
+
+# -- the conjugation bit (NOTE [The conjugation bit] in ember/tensor/tensor.py) ----------------
+def _conj_doc() -> str:
+    return """A view of ``self`` with the conjugation bit flipped (no copy; torch's ``_conj``)."""
+
+
+@_dtype_view_operator("_conj(Tensor(a) self) -> Tensor(a)", _conj_doc())
+def _conj(self: Tensor):
+    return self._shape, self._stride, self._offset, self._dtype
+
+
+def _conj_kernel(self: Tensor) -> Tensor:
+    out = make_view(self, self._shape, self._stride, self._offset)
+    out._is_conj = not self._is_conj
+    return out
+
+
+_conj.register(AliasKey.CompositeExplicitAutograd, _conj_kernel)
+
+
+@derivative(_conj)
+def _conj_backward(ctx, grad):
+    return grad.conj()
+
+
+@composite("conj(Tensor(a) self) -> Tensor(a)")
+def conj(input: Tensor) -> Tensor:
+    """The complex conjugate as a lazy view (``is_conj()`` True; shares storage, no copy).
+
+    A real tensor is its own conjugate: ``conj`` returns ``input`` itself, as torch.
+
+    Example:
+        >>> x = ember.tensor([1 + 2j, 3 - 4j])
+        >>> y = x.conj()
+        >>> y, y.is_conj(), y.data_ptr() == x.data_ptr()
+        (tensor([1.-2.j, 3.+4.j]), True, True)
+        >>> r = ember.tensor([1.0]); r.conj() is r
+        True
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"conj(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not input._dtype.is_complex:
+        return input
+    return _conj(input)
+
+
+@composite("resolve_conj(Tensor(a) self) -> Tensor(a)")
+def resolve_conj(input: Tensor) -> Tensor:
+    """``input`` itself without the conjugation bit; a conjugated view is materialised into a
+    new tensor holding its values.
+
+    Example:
+        >>> y = ember.tensor([1 + 2j]).conj()
+        >>> z = y.resolve_conj()
+        >>> z, z.is_conj(), y.is_conj()
+        (tensor([1.-2.j]), False, True)
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"resolve_conj(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not input._is_conj:
+        return input
+    return input.clone()
+
+
+@composite("conj_physical(Tensor self) -> Tensor")
+def conj_physical(input: Tensor) -> Tensor:
+    """The complex conjugate computed eagerly into a new tensor (``input`` itself for reals).
+
+    Example:
+        >>> z = ember.conj_physical(ember.tensor([1 + 2j]))
+        >>> z, z.is_conj()
+        (tensor([1.-2.j]), False)
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"conj_physical(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not input._dtype.is_complex:
+        return input
+    return _conj(input).clone()
+
+
+@tensor_method("conj_physical_")
+def conj_physical_(input: Tensor) -> Tensor:
+    """In-place :func:`conj_physical`: conjugates the stored values (nothing for reals).
+
+    Example:
+        >>> x = ember.tensor([1 + 2j])
+        >>> x.conj_physical_() is x, x
+        (True, tensor([1.-2.j]))
+    """
+    if input._dtype.is_complex:
+        input.copy_(_conj(input))
+    return input
+
+
+@tensor_method("is_conj")
+def is_conj(input: Tensor) -> bool:
+    """Whether ``input`` is a lazily conjugated view (its conjugation bit).
+
+    Example:
+        >>> x = ember.tensor([1j])
+        >>> ember.is_conj(x), ember.is_conj(x.conj()), ember.is_conj(x.conj().conj())
+        (False, True, False)
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_conj(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input._is_conj
+
+
+def is_complex(input: Tensor) -> bool:
+    """Whether ``input``'s dtype is complex (``torch.is_complex``).
+
+    Example:
+        >>> ember.is_complex(ember.ones(1)), ember.is_complex(ember.tensor([1j]))
+        (False, True)
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_complex(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input._dtype.is_complex
+
+
+@tensor_method("cfloat")
+def _cfloat(self: Tensor) -> Tensor:
+    """``self.to(ember.complex64)``.
+
+    Example:
+        >>> ember.tensor([1.0]).cfloat()
+        tensor([1.+0.j])
+    """
+    return self.to(dt.complex64)
+
+
+@tensor_method("cdouble")
+def _cdouble(self: Tensor) -> Tensor:
+    """``self.to(ember.complex128)``.
+
+    Example:
+        >>> ember.tensor([1.0]).cdouble().dtype
+        ember.complex128
+    """
+    return self.to(dt.complex128)
+
+
+__all__ += ["conj", "resolve_conj", "conj_physical", "conj_physical_", "is_conj", "is_complex"]

@@ -122,5 +122,7 @@ class CheckpointPickler(pickle._Pickler):
         if t.device is META:
             return (_REBUILD_META, (t.dtype, tuple(t.shape), tuple(t.stride()), rg))
         ref = self._ref(t.untyped_storage(), t.dtype)
-        return (_REBUILD_V2, (ref, t.storage_offset(), tuple(t.shape), tuple(t.stride()), rg,
-                              OrderedDict()))
+        args = (ref, t.storage_offset(), tuple(t.shape), tuple(t.stride()), rg, OrderedDict())
+        if t._is_conj:  # torch's tensor metadata: the stored values, read conjugated
+            args += ({"conj": True},)
+        return (_REBUILD_V2, args)

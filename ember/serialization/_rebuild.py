@@ -113,7 +113,7 @@ def _make(storage, offset, size, stride, dtype, requires_grad) -> Tensor:
                    f"storage of {limit} elements")
     t = make_tensor(storage.storage, size, stride, base + offset, dtype, storage.storage.device)
     if _bool(requires_grad, "requires_grad"):
-        if not dtype.is_floating_point:
+        if not dtype.is_differentiable:
             raise _bad(f"a {dtype} tensor cannot require grad")
         t.requires_grad_(True)
     return t
@@ -137,14 +137,31 @@ def rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, back
     """``torch._utils._rebuild_tensor_v2``; hooks are not restored (as in PyTorch)."""
     _hooks(backward_hooks)
     dtype = storage.dtype if isinstance(storage, LoadedStorage) else None
-    return _make(storage, storage_offset, size, stride, dtype, requires_grad)
+    return _with_metadata(_make(storage, storage_offset, size, stride, dtype, requires_grad),
+                          metadata)
 
 
 def rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks,
                       dtype, metadata=None):
     """``torch._utils._rebuild_tensor_v3``: the dtype is given explicitly."""
     _hooks(backward_hooks)
-    return _make(storage, storage_offset, size, stride, dtype, requires_grad)
+    return _with_metadata(_make(storage, storage_offset, size, stride, dtype, requires_grad),
+                          metadata)
+
+
+def _with_metadata(t: Tensor, metadata) -> Tensor:
+    """Apply torch's tensor metadata (``{"conj": True}`` for a conjugated view)."""
+    if metadata is None:
+        return t
+    if not isinstance(metadata, dict) or not set(metadata) <= {"conj", "neg"}:
+        raise _bad(f"unsupported tensor metadata {metadata!r}")
+    if metadata.get("neg"):
+        raise _bad("a tensor with torch's negation bit cannot be loaded (ember has none)")
+    if metadata.get("conj"):
+        if not t._dtype.is_complex:
+            raise _bad("the conjugation bit is set on a non-complex tensor")
+        t._is_conj = True
+    return t
 
 
 def rebuild_parameter(data, requires_grad, backward_hooks):

@@ -35,15 +35,15 @@ __all__ = ["save", "save_file", "load", "load_file", "safe_open", "SafetensorErr
 MAX_HEADER_SIZE = 100_000_000
 
 # Codes in the order of the format's dtype enumeration (the writer sorts by it, descending).
-_CODES = ["BOOL", "U8", "I8", "I16", "F16", "BF16", "I32", "F32", "F64", "I64"]
+_CODES = ["BOOL", "U8", "I8", "I16", "F16", "BF16", "I32", "F32", "C64", "F64", "I64"]
 _DTYPE_OF_CODE = {"BOOL": dt.bool_, "U8": dt.uint8, "I8": dt.int8, "I16": dt.int16,
                   "F16": dt.float16, "BF16": dt.bfloat16, "I32": dt.int32, "F32": dt.float32,
-                  "F64": dt.float64, "I64": dt.int64}
+                  "C64": dt.complex64, "F64": dt.float64, "I64": dt.int64}
 _CODE_OF_DTYPE = {d: c for c, d in _DTYPE_OF_CODE.items()}
 _RANK = {c: i for i, c in enumerate(_CODES)}
 # Valid in the format but without an ember dtype: listed, and refused when a tensor is read.
 _FOREIGN_CODES = {"U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
-                  "C64": 8, "F4": None, "F6_E2M3": None, "F6_E3M2": None}
+                  "F4": None, "F6_E2M3": None, "F6_E3M2": None}
 
 
 class SafetensorError(CheckpointError):
@@ -62,6 +62,13 @@ def _check_tensors(tensors: dict) -> None:
             raise TypeError(f"safetensors.save: {name!r} is a {type(t).__name__}, not a Tensor")
         if t.device is META:
             raise ValueError(f"safetensors.save: {name!r} is on the meta device (no data)")
+        if t.dtype not in _CODE_OF_DTYPE:  # the format has C64 but no 128-bit complex
+            raise SafetensorError(f"safetensors.save: {name!r} has dtype {t.dtype}, which the "
+                                  "safetensors format cannot hold (its only complex dtype is "
+                                  "C64, complex64)")
+        if t.is_conj():
+            raise ValueError(f"safetensors.save: {name!r} is a conjugated view; call "
+                             "resolve_conj() before saving")
         if not t.is_contiguous():
             raise ValueError(
                 f"You are trying to save a non contiguous tensor: `{name}` which is not allowed. "

@@ -9,7 +9,8 @@ from ember.tensor.tensor import (
     make_tensor,
     make_view,
     numpy_view,
+    physical_view,
 )
 
 __all__ = ["Size", "Tensor", "VersionCounter", "empty_tensor", "from_numpy", "make_tensor",
-           "make_view", "numpy_view"]
+           "make_view", "numpy_view", "physical_view"]

@@ -135,6 +135,22 @@ class _Formatter:
         return " " * (self.width - len(s)) + s
 
 
+class _ComplexFormatter:
+    """torch's pair of formatters for complex tensors: one over the real parts, one over the
+    imaginary parts; an element prints as ``real+imagj`` (``-`` when the imaginary part is)."""
+
+    def __init__(self, values: np.ndarray):
+        self.real = _Formatter(values.real)
+        self.imag = _Formatter(values.imag)
+        # torch's per-line element length: both widths, the sign/"j" and ", "
+        self.width = self.real.width + self.imag.width + 1
+
+    def format(self, value) -> str:
+        real = self.real.format(value.real)
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _summarized(a: np.ndarray) -> np.ndarray:
     """The elements that a summarised print shows (edge items of every dim)."""
     e = _OPTS.edgeitems
@@ -192,7 +208,8 @@ def _values(t) -> np.ndarray:
 def _data_str(t, indent: int) -> str:
     a = _values(t)
     summarize = a.size > _OPTS.threshold
-    fmt = _Formatter(_summarized(a) if summarize else a)
+    make = _ComplexFormatter if t._dtype.is_complex else _Formatter
+    fmt = make(_summarized(a) if summarize else a)
     return _nd_str(a, indent, summarize, fmt)
 
 
@@ -236,7 +253,7 @@ def _body_and_suffixes(t, indent: int) -> tuple[str, list[str]]:
         return "[]", suffixes
     if not _OPTS.edgeitems:
         suffixes.append(f"size={tuple(t._shape)}")
-    if t._dtype not in (default, dt.int64, dt.bool_):
+    if t._dtype not in (default, dt.default_complex_dtype(), dt.int64, dt.bool_):
         suffixes.append(f"dtype={t._dtype!r}")
     return _data_str(t, indent), suffixes
 
@@ -244,10 +261,16 @@ def _body_and_suffixes(t, indent: int) -> tuple[str, list[str]]:
 def tensor_repr(t) -> str:
     """PyTorch-style repr of tensor ``t``.
 
+    Complex elements print as ``real+imagj`` with one format for the real parts and one for
+    the imaginary parts; the default complex dtype (complex64 under a float32 default) gets no
+    dtype suffix, as torch.
+
     Example:
         >>> import ember
         >>> ember.tensor([0.1, -2.5])
         tensor([ 0.1000, -2.5000])
+        >>> ember.tensor([1 + 2j, 0.5 - 0.25j])
+        tensor([1.0000+2.0000j, 0.5000-0.2500j])
     """
     prefix = _prefix(t)
     body, suffixes = _body_and_suffixes(t, len(prefix))

@@ -26,7 +26,7 @@ from ember.memory.devices import get_backend, guard_state
 from ember.memory.storage import Storage, export_array, new_cpu_array
 
 __all__ = ["Tensor", "Size", "VersionCounter", "make_tensor", "empty_tensor", "make_view",
-           "from_numpy", "numpy_view"]
+           "from_numpy", "numpy_view", "physical_view"]
 
 
 class Size(tuple):
@@ -111,6 +111,7 @@ class Tensor:
     _accum = None
     _post_hooks = None
     _creation_meta = 0  # 1: output of a multi-view op, 2: view made in no_grad mode
+    _is_conj = False  # NOTE [The conjugation bit]
 
     def __new__(cls, *args, **kwargs):
         if not args and not kwargs:
@@ -337,13 +338,13 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_complex(self) -> bool:
-        """False: ember has no complex dtypes.
+        """Whether the dtype is complex (complex64 or complex128).
 
         Example:
-            >>> ember.ones(1).is_complex()
-            False
+            >>> ember.ones(1).is_complex(), ember.tensor([1j]).is_complex()
+            (False, True)
         """
-        return False
+        return self._dtype.is_complex
 
     def is_signed(self) -> bool:
         """Whether the dtype is signed.
@@ -435,6 +436,8 @@ class Tensor:
         out = make_tensor(self._storage, self._shape, self._stride, self._offset, self._dtype,
                           self._device)
         out._is_inference = self._is_inference
+        if self._is_conj:
+            out._is_conj = True
         return out
 
     @data.setter
@@ -498,7 +501,7 @@ class Tensor:
             >>> x.requires_grad, x.requires_grad_(False).requires_grad
             (True, False)
         """
-        if requires_grad and not self._dtype.is_floating_point:
+        if requires_grad and not self._dtype.is_differentiable:
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
         if requires_grad and self._is_inference and not _dispatcher.dispatch_state().inference:
@@ -556,6 +559,11 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if self._is_conj:
+            if not force:
+                raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
+                                   "Use tensor.resolve_conj().numpy() instead.")
+            return numpy_view(self)
         return user_array(self)
 
     def __array__(self, dtype=None, copy=None):
@@ -748,7 +756,18 @@ def make_view(src: Tensor, shape: tuple, stride: tuple, offset: int,
     out = make_tensor(src._storage, shape, stride, offset, dtype or src._dtype, src._device,
                       base=root, version=src._ver)
     out._is_inference = src._is_inference
+    if src._is_conj:
+        out._is_conj = True
     return out
+
+
+# NOTE [The conjugation bit]
+# ``conj()`` of a complex tensor is a view with ``_is_conj`` set (in its instance dict; the
+# class default is False): the same storage, whose values read as the conjugates of what is
+# stored. Views of it inherit the bit. Kernels never see the bit: ``numpy_view`` hands them a
+# conjugated copy (never cached, so it is fresh whenever read) and kernels that write into a
+# tensor with the bit write the conjugates (``copy_``; in-place ops go through it). Real
+# tensors never carry the bit, and the cached-array fast path below never reads it.
 
 
 def numpy_view(t: Tensor) -> np.ndarray:
@@ -777,7 +796,25 @@ def numpy_view(t: Tensor) -> np.ndarray:
             else:
                 arr = get_backend(dev.type).as_array(t._storage._buf, shape, t._dtype.np,
                                                      t._offset * item, tuple(strides))
+        if t._is_conj:
+            out = np.conjugate(arr, out=np.empty(arr.shape, arr.dtype))
+            out.flags.writeable = False  # a write here would be lost: writers use physical_view
+            return out
         t._arr = arr
+    return arr
+
+
+def physical_view(t: Tensor) -> np.ndarray:
+    """The array over ``t``'s memory as stored, ignoring the conjugation bit (writers of
+    conjugated views use it; NOTE [The conjugation bit])."""
+    if not t._is_conj:
+        return numpy_view(t)
+    t.__dict__["_is_conj"] = False
+    try:
+        arr = numpy_view(t)
+    finally:
+        t._arr = None
+        t.__dict__["_is_conj"] = True
     return arr
 
 

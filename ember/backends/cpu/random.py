@@ -44,7 +44,15 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     return t
 
 
+def _complex_parts(sample, g: Generator, n: int, dtype: dt.DType, scale: float = 1.0):
+    """``n`` complex values whose (real, imag) pairs are ``2n`` draws of ``sample``, scaled."""
+    parts = np.asarray(sample(g, 2 * n, dtype.to_real()), np.float64) * scale
+    return parts.view(np.complex128)
+
+
 def _uniform(g: Generator, n: int, dtype: dt.DType, low: float = 0.0, high: float = 1.0):
+    if dtype.is_complex:  # torch: each part uniform in [0, 1)
+        return _complex_parts(_uniform, g, n, dtype)
     u = g.uniform(n, dtype)
     if low == 0.0 and high == 1.0:
         return u
@@ -52,6 +60,8 @@ def _uniform(g: Generator, n: int, dtype: dt.DType, low: float = 0.0, high: floa
 
 
 def _normal(g: Generator, n: int, dtype: dt.DType, mean=0.0, std=1.0):
+    if dtype.is_complex:  # torch: each part has variance 1/2, so E|z|^2 = 1
+        return _complex_parts(_normal, g, n, dtype, 0.5 ** 0.5)
     return g.normal(n, dtype) * std + mean
 
 
