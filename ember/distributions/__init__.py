@@ -11,6 +11,7 @@ from ember.distributions.constraint_registry import biject_to, transform_to
 from ember.distributions.distribution import Distribution
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.exponential import Exponential
+from ember.distributions.fishersnedecor import FisherSnedecor
 from ember.distributions.gumbel import Gumbel
 from ember.distributions.half_cauchy import HalfCauchy
 from ember.distributions.half_normal import HalfNormal
@@ -18,8 +19,13 @@ from ember.distributions.independent import Independent
 from ember.distributions.laplace import Laplace
 from ember.distributions.log_normal import LogNormal
 from ember.distributions.logistic_normal import LogisticNormal
+from ember.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
+from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.normal import Normal
 from ember.distributions.pareto import Pareto
+from ember.distributions.relaxed_bernoulli import RelaxedBernoulli
+from ember.distributions.relaxed_categorical import RelaxedOneHotCategorical
+from ember.distributions.studentT import StudentT
 from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.transforms import *  # noqa: F403
 from ember.distributions.uniform import Uniform
@@ -27,8 +33,31 @@ from ember.distributions.weibull import Weibull
 
 from ember.distributions.kl import kl_divergence, register_kl  # isort: skip
 
-__all__ = ["Cauchy", "Distribution", "Exponential", "ExponentialFamily", "Gumbel",
-           "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal", "LogisticNormal",
-           "Normal", "Pareto", "TransformedDistribution", "Uniform", "Weibull", "biject_to",
+__all__ = ["Cauchy", "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor",
+           "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
+           "LogisticNormal", "LowRankMultivariateNormal", "MultivariateNormal", "Normal",
+           "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
+           "TransformedDistribution", "Uniform", "Weibull", "biject_to",
            "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
            *transforms.__all__]
+
+# discrete families, the gamma family and their KL divergences
+from ember.distributions.bernoulli import Bernoulli  # noqa: E402
+from ember.distributions.beta import Beta  # noqa: E402
+from ember.distributions.binomial import Binomial  # noqa: E402
+from ember.distributions.categorical import Categorical  # noqa: E402
+from ember.distributions.chi2 import Chi2  # noqa: E402
+from ember.distributions.dirichlet import Dirichlet  # noqa: E402
+from ember.distributions.gamma import Gamma  # noqa: E402
+from ember.distributions.geometric import Geometric  # noqa: E402
+from ember.distributions.multinomial import Multinomial  # noqa: E402
+from ember.distributions.negative_binomial import NegativeBinomial  # noqa: E402
+from ember.distributions.one_hot_categorical import (  # noqa: E402
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+)
+from ember.distributions.poisson import Poisson  # noqa: E402
+
+__all__ += ["Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "Dirichlet", "Gamma",
+            "Geometric", "Multinomial", "NegativeBinomial", "OneHotCategorical",
+            "OneHotCategoricalStraightThrough", "Poisson"]
