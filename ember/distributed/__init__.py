@@ -45,6 +45,7 @@ from ember.distributed.c10d import (
     get_debug_level,
     get_global_rank,
     get_group_rank,
+    get_node_local_rank,
     get_process_group_ranks,
     get_rank,
     get_world_size,
@@ -52,21 +53,25 @@ from ember.distributed.c10d import (
     init_process_group,
     irecv,
     is_available,
+    is_backend_available,
     is_gloo_available,
     is_initialized,
     is_mpi_available,
     is_nccl_available,
     is_torchelastic_launched,
     isend,
+    monitored_barrier,
     new_group,
     recv,
     reduce,
     reduce_scatter,
     reduce_scatter_tensor,
     scatter,
+    scatter_object_list,
     send,
 )
 from ember.distributed.errors import DistBackendError, DistError, DistNetworkError, DistStoreError
+from ember.distributed.p2p import P2POp, batch_isend_irecv, recv_object_list, send_object_list
 from ember.distributed.process_group import Future, ProcessGroup, ReduceOp, Work
 from ember.distributed.store import PrefixStore, Store, TCPStore
 from ember.distributed.timeline import record_timeline, timeline
@@ -83,5 +88,6 @@ __all__ = [
     "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single",
     "all_to_all", "send", "recv", "isend", "irecv", "barrier", "broadcast_object_list",
     "all_gather_object", "gather_object", "empty_shared", "alloc_buffer", "record_timeline",
-    "timeline",
+    "timeline", "monitored_barrier", "scatter_object_list", "P2POp", "batch_isend_irecv",
+    "send_object_list", "recv_object_list", "is_backend_available", "get_node_local_rank",
 ]

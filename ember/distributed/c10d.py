@@ -36,6 +36,7 @@ __all__ = [
     "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single",
     "all_to_all", "send", "recv", "isend", "irecv", "barrier", "broadcast_object_list",
     "all_gather_object", "gather_object", "empty_shared", "alloc_buffer", "get_debug_level",
+    "monitored_barrier", "scatter_object_list", "is_backend_available", "get_node_local_rank",
 ]
 
 _DEFAULT_TIMEOUT = timedelta(minutes=30)
@@ -116,6 +117,38 @@ def is_nccl_available() -> bool:
 def is_gloo_available() -> bool:
     """Whether ``"gloo"`` is accepted (it is: it names ember's CPU default)."""
     return True
+
+
+def is_backend_available(backend: str) -> bool:
+    """Whether ``backend`` can be passed to ``init_process_group`` here (``"shm"`` and
+    ``"gloo"`` always, ``"mpi"`` with mpi4py, ``"nccl"`` not yet;
+    ``torch.distributed.is_backend_available``).
+
+    Example:
+        >>> import ember.distributed as dist
+        >>> dist.is_backend_available("gloo"), dist.is_backend_available("nccl")
+        (True, False)
+    """
+    name = str(backend).lower()
+    return name in ("shm", "gloo") or (name == "mpi" and is_mpi_available())
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its machine: ``LOCAL_RANK`` from the launcher, else
+    ``fallback_rank`` (``torch.distributed.get_node_local_rank``).
+
+    Example:
+        >>> import ember.distributed as dist
+        >>> dist.get_node_local_rank(fallback_rank=0)  # 0 here; LOCAL_RANK under a launcher
+        0
+    """
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank "
+                       "to allow `get_node_local_rank` to work, assuming you are not running "
+                       "in a multi-device context and want the code to run locally instead.")
 
 
 def is_torchelastic_launched() -> bool:
@@ -381,7 +414,8 @@ def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
 
 def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None,
               backend: str | None = None, pg_options=None,
-              use_local_synchronization: bool = False, group_desc: str | None = None):
+              use_local_synchronization: bool = False, group_desc: str | None = None,
+              device_id=None, sort_ranks: bool = True):
     """A group of a subset of the ranks (``torch.distributed.new_group``).
 
     Every rank of the world must call it, in the same order, with the same ``ranks``; ranks
@@ -789,13 +823,72 @@ def all_to_all(output_tensor_list: list[Tensor], input_tensor_list: list[Tensor]
                 list(output_tensor_list))
 
 
-def barrier(group=None, async_op: bool = False, device_ids=None) -> Work | None:
+def barrier(group=None, async_op: bool = False, device_ids=None,
+            timeout: timedelta | None = None) -> Work | None:
     """Wait until every rank of ``group`` has reached the barrier
-    (``torch.distributed.barrier``)."""
+    (``torch.distributed.barrier``); with ``timeout``, a barrier not passed by then raises
+    ``DistBackendError`` (as ``Work.wait(timeout)``)."""
     pg = _group(group)
     if pg is None:
         return None
+    if timeout is not None and not async_op:
+        _run(pg, "barrier", pg.barrier, [], True, "").wait(timeout)
+        return None
     return _run(pg, "barrier", pg.barrier, [], async_op, "")
+
+
+_MONITORED_TAG = 32001  # the tag monitored_barrier's messages use
+
+
+def monitored_barrier(group=None, timeout: timedelta | None = None,
+                      wait_all_ranks: bool = False) -> None:
+    """A barrier that names the ranks that did not reach it
+    (``torch.distributed.monitored_barrier``).
+
+    Every rank other than the group's rank 0 reports to rank 0 and waits for its answer; rank
+    0 waits up to ``timeout`` (default: the group's) in all for the reports and raises
+    ``DistBackendError`` (a ``RuntimeError``) naming the first rank that did not report,
+    or, with ``wait_all_ranks``, every one of them (torch's ``[Rank 0]: Ranks 1, 2 failed to
+    pass monitoredBarrier in 1000 ms``). Messages travel as point to point with tag 32001.
+
+    Example (on every rank; rank 2 never arrives)::
+
+        dist.monitored_barrier(timeout=timedelta(seconds=5), wait_all_ranks=True)
+        # rank 0: DistBackendError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 5000 ms
+    """
+    pg = _group(group)
+    if pg is None:
+        return
+    secs = timeout.total_seconds() if timeout is not None else pg.timeout
+    token = np.zeros(1, np.uint8)
+    me = pg.ranks[pg.rank()]
+
+    def root():
+        deadline = time.monotonic() + secs
+        missing = []
+        for j in range(1, pg.size()):
+            try:
+                pg.recv(token, j, _MONITORED_TAG, max(deadline - time.monotonic(), 0.0))
+            except TimeoutError:
+                missing.append(pg.ranks[j])
+                if not wait_all_ranks:
+                    break
+        if missing:
+            who = (f"Rank {missing[0]}" if len(missing) == 1 else
+                   "Ranks " + ", ".join(str(r) for r in missing))
+            raise DistBackendError(f"[Rank {me}]: {who} failed to pass monitoredBarrier in "
+                                   f"{round(secs * 1000)} ms")
+        for j in range(1, pg.size()):
+            pg.send(token, j, _MONITORED_TAG)
+        pg.barrier()  # every answer read (shm's messages live in rank 0's store)
+
+    def member():
+        pg.send(token, 0, _MONITORED_TAG)
+        pg.recv(token, 0, _MONITORED_TAG)
+        pg.barrier()
+
+    pg.seq += 1
+    pg.submit(root if pg.rank() == 0 else member, None)
 
 
 # ---- point to point ---------------------------------------------------------------------------
@@ -895,6 +988,45 @@ def gather_object(obj, object_gather_list: list | None = None, dst: int | None =
     if pg.rank() == root:
         for i, data in enumerate(datas):
             object_gather_list[i] = pickle.loads(data)
+
+
+def scatter_object_list(scatter_object_output_list: list,
+                        scatter_object_input_list: list | None = None, src: int | None = None,
+                        group=None, group_src: int | None = None) -> None:
+    """Rank r's ``scatter_object_output_list[0]`` receives ``scatter_object_input_list[r]`` of
+    rank ``src`` (picklable objects; ``torch.distributed.scatter_object_list``)."""
+    pg = _group(group)
+    if not isinstance(scatter_object_output_list, list) or not scatter_object_output_list:
+        raise ValueError("Expected argument scatter_object_output_list to be a list of size at "
+                         "least 1.")
+    if pg is None:
+        return
+    root = _root(pg, "scatter_object_list", src, group_src)
+    n = pg.size()
+    sizes = np.zeros(n, np.int64)
+    if pg.rank() == root:
+        if scatter_object_input_list is None or len(scatter_object_input_list) != n:
+            got = None if scatter_object_input_list is None else len(scatter_object_input_list)
+            raise ValueError(f"scatter_object_list: scatter_object_input_list must hold one "
+                             f"object per rank ({n}) on the source rank; got {got}")
+        blobs = [pickle.dumps(o) for o in scatter_object_input_list]
+        sizes[:] = [len(b) for b in blobs]
+    box: list = []
+
+    def body():
+        pg.broadcast(sizes, root)
+        width = int(sizes.max())
+        out = np.empty(width, np.uint8)
+        inp = None
+        if pg.rank() == root:
+            inp = np.zeros(n * width, np.uint8)
+            for j, b in enumerate(blobs):
+                inp[j * width:j * width + len(b)] = np.frombuffer(b, np.uint8)
+        pg.scatter(out, inp, root)
+        box.append(out[:int(sizes[pg.rank()])].tobytes())
+
+    _run(pg, "scatter_object_list", body, [], False, "")
+    scatter_object_output_list[0] = pickle.loads(box[0])
 
 
 def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,

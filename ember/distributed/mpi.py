@@ -368,6 +368,15 @@ class MpiProcessGroup(ProcessGroup):
         self._complete(self.comm.Irecv(self._raw(arr), source, tag), "recv", status)
         return status.Get_source()
 
+    def batch_p2p(self, plan: list[tuple[str, np.ndarray, int, int]]) -> None:
+        """Every send and receive posted at once, then completed (large sends wait for
+        their receiver under MPI, so one at a time could deadlock a ring)."""
+        reqs = [(self.comm.Isend if kind == "send" else self.comm.Irecv)(self._raw(arr), peer,
+                                                                         tag)
+                for kind, arr, peer, tag in plan]
+        for (kind, *_), req in zip(plan, reqs):
+            self._complete(req, f"batch_isend_irecv ({kind})")
+
     def barrier(self) -> None:
         self._complete(self.comm.Ibarrier(), "barrier")
 

@@ -303,9 +303,22 @@ class ProcessGroup:
     def send(self, arr: np.ndarray, dst: int, tag: int) -> None:
         raise NotImplementedError
 
-    def recv(self, arr: np.ndarray, src: int | None, tag: int) -> int:
-        """Receive into ``arr``; ``src=None`` takes any sender. Returns the sender's rank."""
+    def recv(self, arr: np.ndarray, src: int | None, tag: int,
+             timeout: float | None = None) -> int:
+        """Receive into ``arr``; ``src=None`` takes any sender. Returns the sender's rank.
+        With ``timeout`` (seconds), no message by then raises ``TimeoutError`` and leaves the
+        group usable (``monitored_barrier``); without, the group's timeout is a failure."""
         raise NotImplementedError
+
+    def batch_p2p(self, plan: list[tuple[str, np.ndarray, int, int]]) -> None:
+        """``("send" | "recv", flat array, peer, tag)`` entries, every send started before
+        any receive waits. Here: sends first, for engines whose sends do not wait for the
+        receiver."""
+        for kind, arr, peer, tag in sorted(plan, key=lambda p: p[0] != "send"):
+            if kind == "send":
+                self.send(arr, peer, tag)
+            else:
+                self.recv(arr, peer, tag)
 
     def barrier(self) -> None:
         raise NotImplementedError

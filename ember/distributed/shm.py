@@ -497,27 +497,36 @@ class ShmProcessGroup(ProcessGroup):
                 return [bytes(b) for b in bufs]
 
     # ---- point to point (through the store) -------------------------------------------------
-    def _p2p_key(self, src: int, dst: int, tag: int) -> str:
+    def _p2p_key(self, src: int, dst: int, tag: int, peek: bool = False) -> str:
+        """The store key of the next message ``src`` -> ``dst`` with ``tag`` (counted once
+        taken, not when ``peek``: a receive that times out leaves the count as it was)."""
         k = (src, dst, tag)
         n = self._p2p.get(k, 0)
-        self._p2p[k] = n + 1
+        if not peek:
+            self._p2p[k] = n + 1
         return f"{self.tag}/p2p/{src}/{dst}/{tag}/{n}"
 
     def send(self, arr: np.ndarray, dst: int, tag: int) -> None:
         self.store.set(self._p2p_key(self._rank, dst, tag), arr.reshape(-1).view(np.uint8)
                        .tobytes())
 
-    def recv(self, arr: np.ndarray, src: int | None, tag: int) -> int:
+    def recv(self, arr: np.ndarray, src: int | None, tag: int,
+             timeout: float | None = None) -> int:
+        limit = self.timeout if timeout is None else timeout
         if src is None:
-            src = self._any_source(tag)
-        key = self._p2p_key(src, self._rank, tag)
-        deadline = time.monotonic() + self.timeout
+            src = self._any_source(tag, limit)
+        key = self._p2p_key(src, self._rank, tag, peek=True)
+        deadline = time.monotonic() + limit
         while not self.store.check([key]):
             if time.monotonic() > deadline:
+                if timeout is not None:
+                    raise TimeoutError(f"no message from rank {self.ranks[src]} within "
+                                       f"{timeout:g}s")
                 self._fail(self.ranks[src], f"rank {self.ranks[self._rank]} timed out after "
                            f"{self.timeout:g}s in recv from rank {self.ranks[src]}")
             self._check_peer(src, "recv")
             time.sleep(0.001)
+        self._p2p_key(src, self._rank, tag)
         data = self.store.get(key)
         self.store.delete_key(key)
         dst = arr.reshape(-1).view(np.uint8)
@@ -527,13 +536,17 @@ class ShmProcessGroup(ProcessGroup):
         dst[:] = np.frombuffer(data, np.uint8)
         return src
 
-    def _any_source(self, tag: int) -> int:
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
+    def _any_source(self, tag: int, limit: float) -> int:
+        deadline = time.monotonic() + limit
+        while True:
             for j in self._peers:
                 n = self._p2p.get((j, self._rank, tag), 0)
                 if self.store.check([f"{self.tag}/p2p/{j}/{self._rank}/{tag}/{n}"]):
                     return j
+            if time.monotonic() >= deadline:
+                break
             time.sleep(0.001)
+        if limit != self.timeout:
+            raise TimeoutError(f"no message from any rank within {limit:g}s")
         raise DistBackendError(f"recv: no message for rank {self.ranks[self._rank]} within "
                                f"{self.timeout:g}s")

@@ -133,7 +133,40 @@ def collectives(r: int, n: int) -> None:
     asynchronous(r, n)
     subgroups(r, n)
     shared(r, n)
+    batched_and_objects(r, n)
     dist.barrier()
+
+
+def batched_and_objects(r: int, n: int) -> None:
+    """scatter_object_list, batch_isend_irecv (receives listed before sends; 1 MiB messages,
+    which MPI sends only once the receiver is there), send/recv_object_list, a passing
+    monitored_barrier."""
+    out = [None]
+    inputs = [{"to": j, "pad": "x" * (100 * j)} for j in range(n)] if r == n - 1 else None
+    dist.scatter_object_list(out, inputs, src=n - 1)
+    assert out == [{"to": r, "pad": "x" * (100 * r)}], out
+    nxt, prv = (r + 1) % n, (r - 1) % n
+    size = 1 << 18
+    mine = ember.from_numpy(np.arange(size, dtype=np.float32) + 1000 * r)
+    theirs = ember.empty(size)
+    small = ember.empty(3, dtype=ember.int64)
+    ops = [dist.P2POp(dist.irecv, theirs, prv), dist.P2POp(dist.irecv, small, nxt, tag=3),
+           dist.P2POp(dist.isend, mine, nxt), dist.P2POp(dist.isend, ember.tensor([r] * 3),
+                                                           prv, tag=3)]
+    works = dist.batch_isend_irecv(ops)
+    assert len(works) == 4
+    for w in works:
+        w.wait()
+    assert np.array_equal(theirs.numpy(), np.arange(size, dtype=np.float32) + 1000 * prv)
+    assert small.tolist() == [nxt] * 3, "batch_isend_irecv"
+    if r == 0:
+        dist.send_object_list([{"a": 1}, list(range(50))], dst=n - 1)
+    elif r == n - 1:
+        got = [None, None]
+        assert dist.recv_object_list(got, src=0) == 0
+        assert got == [{"a": 1}, list(range(50))], got
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+    assert dist.get_node_local_rank(fallback_rank=r) == r
 
 
 def alltoall(r: int, n: int) -> None:
@@ -342,6 +375,22 @@ def wait_timeout(r: int, n: int) -> None:
     assert work.wait(timeout=datetime.timedelta(seconds=0.2))  # finished: returns at once
 
 
+def monitored(r: int, n: int) -> None:
+    """Ranks 1.. are late for rank 0's monitored barriers, which name them."""
+    for wait_all in (True, False):
+        if r == 0:
+            try:
+                dist.monitored_barrier(timeout=datetime.timedelta(seconds=0.5),
+                                       wait_all_ranks=wait_all)
+                raise AssertionError("monitored_barrier passed without the late ranks")
+            except dist.DistBackendError as e:
+                print(f"MONITORED {wait_all} {e}")
+        else:
+            time.sleep(1.0)
+        dist.barrier()
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30), wait_all_ranks=True)
+
+
 def mismatch(r: int, n: int) -> None:
     kind = sys.argv[2]
     dist.all_reduce(ember.ones(4))
@@ -359,7 +408,7 @@ def detail_log(r: int, n: int) -> None:
 
 
 SCENARIOS = {f.__name__: f for f in (collectives, env, exit_code, signals, die, mismatch,
-                                     detail_log, wait_timeout)}
+                                     detail_log, wait_timeout, monitored)}
 NO_GROUP = {"env", "exit_code", "signals"}
 
 

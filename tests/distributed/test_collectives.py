@@ -78,6 +78,14 @@ def test_one_rank_world_over_tcp_init_method():
             dist.all_gather([ember.empty(2)] * 2, ember.empty(2))
         with pytest.raises(ValueError, match="not part of the group"):
             dist.broadcast(ember.ones(2), src=3)
+        with pytest.raises(ValueError, match="scatter_object_output_list to be a list of size"):
+            dist.scatter_object_list([], [1])
+        out = [None]
+        dist.scatter_object_list(out, [{"only": 0}])
+        assert out == [{"only": 0}]
+        dist.monitored_barrier(wait_all_ranks=True)  # one rank: nobody to wait for
+        with pytest.raises(ValueError, match="same as the rank of the current process"):
+            dist.batch_isend_irecv([dist.P2POp(dist.isend, ember.ones(1), 0)])
     finally:
         dist.destroy_process_group()
     assert not dist.is_initialized()
@@ -127,3 +135,25 @@ def test_tcp_store_matches_torch():
     assert ours.get("p/k") == b"v" and prefixed.get("k") == b"v"
     client.close()
     ours.close()
+
+
+def test_batched_p2p_and_object_argument_errors_match_torch(monkeypatch):
+    import torch
+
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    cases = [
+        (lambda m, t: m.P2POp(m.send, t(2), 0), ValueError),
+        (lambda m, t: m.batch_isend_irecv([1]), ValueError),
+        (lambda m, t: m.scatter_object_list([], [1]), ValueError),
+        (lambda m, t: m.get_node_local_rank(), RuntimeError),
+    ]
+    for fn, kind in cases:
+        with pytest.raises(kind) as ours:
+            fn(dist, ember.ones)
+        with pytest.raises(kind) as theirs:
+            fn(tdist, torch.ones)
+        assert str(ours.value) == str(theirs.value)
+    assert dist.get_node_local_rank(fallback_rank=3) == tdist.get_node_local_rank(3) == 3
+    for name in ("gloo", "mpi", "nccl", "ucc"):
+        assert dist.is_backend_available(name) == (name == "gloo" or
+                                                   (name == "mpi" and _spawn.has_mpi()))

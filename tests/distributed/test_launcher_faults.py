@@ -171,3 +171,17 @@ def test_mpi_mismatches_are_named():
                                     env={"EMBER_DISTRIBUTED_DEBUG": "DETAIL"})
     assert code != 0 and "Detected mismatch between collectives" in out, out[-3000:]
     assert "all_reduce[(5,):ember.float32:SUM]" in out
+
+
+@pytest.mark.parametrize("backend", ["shm", pytest.param("mpi", marks=_NEEDS_MPI)])
+def test_monitored_barrier_names_the_ranks_that_did_not_arrive(backend):
+    n = 3 if backend == "shm" else 2
+    results = (_spawn.ranks(n, ["monitored"], timeout=60) if backend == "shm" else
+               _spawn.mpi_ranks(n, ["monitored"], timeout=60))
+    for code, out in results:
+        assert code == 0 and out.rstrip().endswith("OK"), out[-3000:]
+    out = results[0][1]
+    everyone = "Ranks 1, 2" if n == 3 else "Rank 1"
+    assert f"MONITORED True [Rank 0]: {everyone} failed to pass monitoredBarrier in 500 ms" \
+        in out, out
+    assert "MONITORED False [Rank 0]: Rank 1 failed to pass monitoredBarrier in 500 ms" in out
