@@ -42,6 +42,7 @@ __all__ = ["Cauchy", "Distribution", "Exponential", "ExponentialFamily", "Fisher
            *transforms.__all__]
 
 # discrete families, the gamma family and their KL divergences
+from ember.distributions import kl_discrete as _kl_discrete  # noqa: E402, F401  (registers)
 from ember.distributions.bernoulli import Bernoulli  # noqa: E402
 from ember.distributions.beta import Beta  # noqa: E402
 from ember.distributions.binomial import Binomial  # noqa: E402
