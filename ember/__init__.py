@@ -81,6 +81,7 @@ from ember.ops.composites import *  # noqa: F403
 from ember.ops.conv import *  # noqa: F403
 from ember.ops.copy import clone
 from ember.ops.creation import *  # noqa: F403
+from ember.ops.fft import istft, stft
 from ember.ops.linalg import *  # noqa: F403
 from ember.ops.linalg_composites import *  # noqa: F403
 from ember.ops.linalg_factor import *  # noqa: F403

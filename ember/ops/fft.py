@@ -6,24 +6,29 @@ complex to real), each over a list of dims with a normalization code. The public
 (``fft_fft`` ... ``fft_irfftn``; ``ember.fft.fft`` ...) are composites that validate ``n``/``s``/
 ``dim``/``norm``, promote the input, pad or trim it and call a primitive, so their gradients
 follow from the primitives' rules. ``fftfreq``/``rfftfreq``/``fftshift``/``ifftshift`` are
-composites of ``arange`` and ``roll``.
+composites of ``arange`` and ``roll``; ``stft``/``istft`` frame, window and transform with
+the same primitives. The file is over 800 lines because it is one family: the primitives,
+their argument rules and normalization codes are shared by every function here.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 from ember.core import dtype as dt
 from ember.core.layout import canonical_dim, contiguous_strides
+from ember.ops import views
 from ember.ops._define import Spec, composite, derivative, operator
-from ember.ops.conv import constant_pad_nd
-from ember.ops.creation import arange
+from ember.ops.conv import _pad_op, constant_pad_nd
+from ember.ops.creation import arange, ones, zeros
 from ember.ops.shape import roll
 from ember.tensor import Tensor
 
 __all__ = ["fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_hfft", "fft_ihfft", "fft_fft2",
            "fft_ifft2", "fft_rfft2", "fft_irfft2", "fft_fftn", "fft_ifftn", "fft_rfftn",
-           "fft_irfftn", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift"]
+           "fft_irfftn", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift", "stft",
+           "istft"]
 
 # NOTE [FFT normalization codes]
 # The primitives take torch's ``fft_norm_mode`` code, which says what to divide by whatever
@@ -628,6 +633,238 @@ def fft_irfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,
         [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
     """
     return _irfftn(input, s, dim, norm, out)
+
+
+# -- short-time Fourier transform ------------------------------------------------------------
+def _repr(name: str, x: Tensor, n_fft, hop, win, window, rest: str) -> str:
+    """The call as torch's stft/istft errors print it."""
+    w = "None" if window is None else f"{window._dtype!r}{list(window._shape)}"
+    return (f"{name}({x._dtype!r}{list(x._shape)}, n_fft={n_fft}, hop_length={hop}, "
+            f"win_length={win}, window={w}, {rest}) ")
+
+
+def _centered_window(window: Tensor | None, n_fft: int, win: int, like: Tensor):
+    """The window zero-padded to ``n_fft`` on both sides (None: no window to apply)."""
+    if win == n_fft:
+        return window
+    if window is None:
+        window = ones(win, dtype=like._dtype.to_real(), device=like._device)
+    left = (n_fft - win) // 2
+    return constant_pad_nd(window, [left, n_fft - win - left])
+
+
+def _stft_checks(x: Tensor, n_fft, hop, win, window, call) -> None:
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+        raise RuntimeError(call() + ": expected a tensor of floating point or complex values")
+    if x.ndim not in (1, 2):
+        raise RuntimeError(call() + ": expected a 1D or 2D tensor")
+    length = x._shape[-1]
+    if n_fft <= 0 or n_fft > length:
+        raise RuntimeError(call() + f": expected 0 < n_fft < {length}, but got n_fft={n_fft}")
+    if hop <= 0:
+        raise RuntimeError(call() + f": expected hop_length > 0, but got hop_length={hop}")
+    if win <= 0 or win > n_fft:
+        raise RuntimeError(call() + f": expected 0 < win_length <= n_fft, but got "
+                           f"win_length={win}")
+    if window is not None and (window.ndim != 1 or window._shape[0] != win):
+        raise RuntimeError(call() + f": expected a 1D window tensor of size equal to "
+                           f"win_length={win}, but got window with size {list(window._shape)}")
+
+
+@composite("stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, "
+           "Tensor? window=None, bool center=True, str pad_mode=\"reflect\", "
+           "bool normalized=False, bool? onesided=None, bool? return_complex=None, "
+           "bool? align_to_window=None) -> Tensor")
+def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
+         win_length: int | None = None, window: Tensor | None = None, center: bool = True,
+         pad_mode: str = "reflect", normalized: bool = False, onesided: bool | None = None,
+         return_complex: bool | None = None, align_to_window: bool | None = None) -> Tensor:
+    """The short-time Fourier transform (``torch.stft``): the DFT of ``n_fft``-point frames
+    taken every ``hop_length`` samples, each multiplied by ``window``.
+
+    Args:
+        input: a 1-d signal or a 2-d batch of signals (floating or complex).
+        n_fft: the frame (DFT) size. hop_length: frame step (default ``n_fft // 4``).
+        win_length: the window size (default ``n_fft``); shorter windows are zero-padded to
+            ``n_fft`` on both sides. window: 1-d tensor of ``win_length`` (default: all ones).
+        center: pad the signal by ``n_fft // 2`` on both sides (``pad_mode``) so that frame
+            ``t`` is centred at sample ``t * hop_length``.
+        normalized: divide by ``sqrt(n_fft)``. onesided: keep ``n_fft // 2 + 1``
+            frequencies (default for real input and window).
+        return_complex: must be given for real input; True returns complex, False the
+            deprecated ``view_as_real`` form. align_to_window: with ``center=False``, start
+            the frames where the (shorter) window starts.
+
+    Shape: ``(*, freq, frames)`` with ``frames = 1 + (length - n_fft) // hop_length`` after
+        padding, ``*`` the batch dim if any.
+
+    Example:
+        >>> x = ember.arange(8.0)
+        >>> ember.stft(x, 4, hop_length=2, window=ember.ones(4), return_complex=True).shape
+        ember.Size([3, 5])
+    """
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
+    if window is None:
+        warnings.warn("A window was not provided. A rectangular window will be applied, which "
+                      "is known to cause spectral leakage. Other windows such as "
+                      "ember.hann_window or ember.hamming_window are recommended to reduce "
+                      "spectral leakage.", UserWarning, stacklevel=2)
+    if center:
+        nd = input.ndim
+        padded = _pad_op(input.reshape((1,) * (3 - nd) + tuple(input._shape)),
+                         [n_fft // 2, n_fft // 2], pad_mode)
+        input = padded.reshape(padded._shape[len(padded._shape) - nd:])
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+
+    def call():
+        return _repr("stft", input, n_fft, hop, win, window,
+                     f"normalized={int(normalized)}, onesided={onesided}, "
+                     f"return_complex={return_complex}, align_to_window={align_to_window}")
+
+    complex_out = return_complex if return_complex is not None else \
+        input._dtype.is_complex or (window is not None and window._dtype.is_complex)
+    if not complex_out:
+        if return_complex is None:
+            raise RuntimeError("stft requires the return_complex parameter be given for real "
+                               "inputs, and will further require that return_complex=True in "
+                               "a future PyTorch release.")
+        warnings.warn("stft with return_complex=False is deprecated: use return_complex=True "
+                      "(ember.view_as_real of the result gives the old format).", UserWarning,
+                      stacklevel=2)
+    _stft_checks(input, n_fft, hop, win, window, call)
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    if align_to_window and win < n_fft:
+        left = (n_fft - win) // 2
+        x = constant_pad_nd(x, [left, n_fft - win - left])
+    frames = x.unfold(-1, n_fft, hop)  # (batch, length) -> (batch, frames, n_fft)
+    window = _centered_window(window, n_fft, win, x)
+    if window is not None:
+        frames = frames * window
+    onesided = not frames._dtype.is_complex if onesided is None else onesided
+    norm = NORM_BY_ROOT_N if normalized else NORM_NONE
+    if frames._dtype.is_complex:
+        if onesided:
+            raise RuntimeError("Cannot have onesided output if window or input is complex")
+        out = _fft_c2c(frames, [2], norm, True)
+    else:
+        out = _fft_r2c(frames, [2], norm, onesided)
+    out = out.transpose(1, 2)  # (batch, freq, frames)
+    if input.ndim == 1:
+        out = out.squeeze(0)
+    return out if complex_out else views.view_as_real(out.resolve_conj())
+
+
+def _overlap_add(frames: Tensor, hop: int, length: int) -> Tensor:
+    """``(channel, n_frames, n_fft)`` frames summed into ``(channel, length)`` signals, frame
+    ``f`` starting at ``f * hop`` (the adjoint of ``unfold``)."""
+    n_frames, n_fft = frames._shape[1], frames._shape[2]
+    index = (arange(n_frames).unsqueeze(1) * hop + arange(n_fft)).reshape(-1)
+    out = zeros(frames._shape[0], length, dtype=frames._dtype, device=frames._device)
+    return out.index_add(1, index, frames.reshape(frames._shape[0], n_frames * n_fft))
+
+
+def _istft_checks(x: Tensor, n_fft, hop, win, window, onesided, call) -> bool:
+    if x.numel() == 0:
+        raise RuntimeError(call() + ": input tensor cannot be empty.")
+    if x.ndim not in (2, 3):
+        raise RuntimeError(call() + f": expected a tensor with 3 or 4 dimensions of real, or 2 "
+                           f"or 3 dimensions of complex, but got {x.ndim + 1}")
+    fft_size = x._shape[-2]
+    onesided = fft_size != n_fft if onesided is None else onesided
+    if onesided and n_fft // 2 + 1 != fft_size:
+        raise RuntimeError(call() + ": expected the frequency dimension (3rd to the last) of the "
+                           "input tensor to match n_fft / 2 + 1 when onesided=True, but got "
+                           f"{fft_size}")
+    if not onesided and n_fft != fft_size:
+        raise RuntimeError(call() + ": expected the frequency dimension (3rd to the last) of the "
+                           f"input tensor to match n_fft when onesided=False, but got {fft_size}")
+    if not 0 < hop <= win:
+        raise RuntimeError(call() + ": expected 0 < hop_length <= win_length")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(call() + ": expected 0 < win_length <= n_fft")
+    if window is not None and (window.ndim != 1 or window._shape[0] != win):
+        raise RuntimeError(call() + ": Invalid window shape. window has to be 1D and length of "
+                           "`win_length`")
+    return onesided
+
+
+@composite("istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, "
+           "Tensor? window=None, bool center=True, bool normalized=False, "
+           "bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor")
+def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
+          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
+          normalized: bool = False, onesided: bool | None = None, length: int | None = None,
+          return_complex: bool = False) -> Tensor:
+    """The inverse of :func:`stft` (``torch.istft``): inverse DFT of each frame, windowed
+    overlap-add, divided by the overlap-added squared window.
+
+    Args:
+        input: the complex ``(*, freq, frames)`` output of :func:`stft`.
+        n_fft, hop_length, win_length, window, center, normalized, onesided: as given to
+            :func:`stft`. length: the signal length to return (trimmed, or zero-padded with a
+            warning). return_complex: return a complex signal (two-sided input only).
+
+    Raises:
+        RuntimeError: a real or empty input, sizes that disagree with ``n_fft``, or a window
+            whose overlap-added square vanishes somewhere (the "window envelope" check: the
+            signal cannot be recovered there).
+
+    Shape: ``(*, length)``.
+
+    Example:
+        >>> x = ember.arange(8.0)
+        >>> w = ember.hann_window(4)
+        >>> s = ember.stft(x, 4, hop_length=1, window=w, return_complex=True)
+        >>> ember.istft(s, 4, hop_length=1, window=w, length=8).allclose(x, atol=1e-5)
+        True
+    """
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+
+    def call():
+        return _repr("istft", input, n_fft, hop, win, window,
+                     f"center={int(center)}, normalized={int(normalized)}, "
+                     f"onesided={onesided}, length={length}, "
+                     f"return_complex={int(return_complex)}")
+
+    if not input._dtype.is_complex:
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output "
+                           "from stft with return_complex=True.")
+    sided = _istft_checks(input, n_fft, hop, win, window, onesided, call)
+    if window is None:
+        window = ones(win, dtype=input._dtype.to_real(), device=input._device)
+    window = _centered_window(window, n_fft, win, input)
+    x = (input if input.ndim == 3 else input.unsqueeze(0)).transpose(1, 2)  # (ch, frames, f)
+    n_frames = x._shape[1]
+    norm = NORM_BY_ROOT_N if normalized else NORM_BY_N
+    if return_complex:
+        if sided:
+            raise RuntimeError("Cannot have onesided output if window or input is complex")
+        frames = _fft_c2c(x, [2], norm, False)
+    else:
+        if window._dtype.is_complex:
+            raise RuntimeError("Complex windows are incompatible with return_complex=False")
+        frames = _fft_c2r(x if sided else x.narrow(-1, 0, n_fft // 2 + 1), [2], norm, n_fft)
+    full = n_fft + hop * (n_frames - 1)
+    y = _overlap_add(frames * window, hop, full)
+    envelope = _overlap_add((window * window).expand(1, n_frames, n_fft), hop, full)
+    start = n_fft // 2 if center else 0
+    end = start + length if length is not None else (full - n_fft // 2 if center else full)
+    y, envelope = y[:, start:end], envelope[:, start:end]
+    if envelope._device.type != "meta" and bool((envelope.abs().min() < 1e-11).item()):
+        raise RuntimeError("window overlap add min: 1 (the overlap-added squared window "
+                           "vanishes: the signal cannot be recovered there)")
+    y = y / envelope
+    if input.ndim == 2:
+        y = y.squeeze(0)
+    if end > full:
+        warnings.warn("The length of signal is shorter than the length parameter. Result is "
+                      "being padded with zeros in the tail. Please check your center and "
+                      "hop_length settings.", UserWarning, stacklevel=2)
+        y = constant_pad_nd(y, [0, end - full])
+    return y
 
 
 # -- frequencies and shifts -------------------------------------------------------------------
