@@ -1,10 +1,11 @@
-"""``ember.special``: the ``torch.special`` namespace (re-exports and a few composites).
+"""``ember.special``: the ``torch.special`` namespace.
 
 Most names are ember's top-level functions under torch.special's spelling (``expit`` is
-``sigmoid``, ``gammaln`` is ``lgamma``, ``multigammaln`` is ``mvlgamma``, ...); ``entr``,
-``ndtr``, ``log_ndtr``, ``xlog1py``, ``i1``, ``i0e`` and ``i1e`` are small composites of ember
-operators, so they differentiate and run on every backend. Bessel, zeta and orthogonal
-polynomial families are not built.
+``sigmoid``, ``gammaln`` is ``lgamma``, ``multigammaln`` is ``mvlgamma``, ``gammainc`` is
+``igamma``, ...). The Bessel, Airy, zeta, incomplete gamma and orthogonal polynomial
+functions, ``erfcx``, ``ndtri``, ``i1``, ``i0e`` and ``i1e`` are operators of
+ember.ops.special (NOTE [torch.special operators]); ``entr``, ``ndtr``, ``log_ndtr`` and
+``xlog1py`` are composites of ember operators, so they differentiate and run on every backend.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 
 from ember.ops.nn_ops import log_softmax, softmax
+from ember.ops.numeric import sinc
 from ember.ops.pointwise import (
     digamma,
     erf,
@@ -27,17 +29,51 @@ from ember.ops.pointwise import (
 from ember.ops.pointwise import round as round  # noqa: A004
 from ember.ops.pointwise import sigmoid as expit
 from ember.ops.reduction import logsumexp
-from ember.ops.special import _i1, i0, mvlgamma, polygamma, xlogy
+from ember.ops.special import SPECIAL_OPS, i0, mvlgamma, polygamma, xlogy
 from ember.tensor import Tensor
-
-__all__ = ["digamma", "psi", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln",
-           "i0", "i0e", "i1", "i1e", "log1p", "log_softmax", "logit", "logsumexp",
-           "multigammaln", "polygamma", "round", "softmax", "xlogy", "entr", "ndtr", "log_ndtr",
-           "xlog1py"]
 
 psi = digamma
 gammaln = lgamma
 multigammaln = mvlgamma
+
+erfcx = SPECIAL_OPS["erfcx"]
+ndtri = SPECIAL_OPS["ndtri"]
+i1 = SPECIAL_OPS["i1"]
+i0e = SPECIAL_OPS["i0e"]
+i1e = SPECIAL_OPS["i1e"]
+zeta = SPECIAL_OPS["zeta"]
+gammainc = SPECIAL_OPS["gammainc"]
+gammaincc = SPECIAL_OPS["gammaincc"]
+airy_ai = SPECIAL_OPS["airy_ai"]
+bessel_j0 = SPECIAL_OPS["bessel_j0"]
+bessel_j1 = SPECIAL_OPS["bessel_j1"]
+bessel_y0 = SPECIAL_OPS["bessel_y0"]
+bessel_y1 = SPECIAL_OPS["bessel_y1"]
+modified_bessel_i0 = SPECIAL_OPS["modified_bessel_i0"]
+modified_bessel_i1 = SPECIAL_OPS["modified_bessel_i1"]
+modified_bessel_k0 = SPECIAL_OPS["modified_bessel_k0"]
+modified_bessel_k1 = SPECIAL_OPS["modified_bessel_k1"]
+scaled_modified_bessel_k0 = SPECIAL_OPS["scaled_modified_bessel_k0"]
+scaled_modified_bessel_k1 = SPECIAL_OPS["scaled_modified_bessel_k1"]
+spherical_bessel_j0 = SPECIAL_OPS["spherical_bessel_j0"]
+chebyshev_polynomial_t = SPECIAL_OPS["chebyshev_polynomial_t"]
+chebyshev_polynomial_u = SPECIAL_OPS["chebyshev_polynomial_u"]
+chebyshev_polynomial_v = SPECIAL_OPS["chebyshev_polynomial_v"]
+chebyshev_polynomial_w = SPECIAL_OPS["chebyshev_polynomial_w"]
+shifted_chebyshev_polynomial_t = SPECIAL_OPS["shifted_chebyshev_polynomial_t"]
+shifted_chebyshev_polynomial_u = SPECIAL_OPS["shifted_chebyshev_polynomial_u"]
+shifted_chebyshev_polynomial_v = SPECIAL_OPS["shifted_chebyshev_polynomial_v"]
+shifted_chebyshev_polynomial_w = SPECIAL_OPS["shifted_chebyshev_polynomial_w"]
+hermite_polynomial_h = SPECIAL_OPS["hermite_polynomial_h"]
+hermite_polynomial_he = SPECIAL_OPS["hermite_polynomial_he"]
+laguerre_polynomial_l = SPECIAL_OPS["laguerre_polynomial_l"]
+legendre_polynomial_p = SPECIAL_OPS["legendre_polynomial_p"]
+
+__all__ = ["digamma", "psi", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
+           "gammaln", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e", "log1p",
+           "log_softmax", "logit", "logsumexp", "multigammaln", "polygamma", "round",
+           "softmax", "sinc", "xlogy", "entr", "ndtr", "ndtri", "log_ndtr", "xlog1py", "zeta",
+           "airy_ai", *(n for n in SPECIAL_OPS if "bessel" in n or "polynomial" in n)]
 
 
 def _float(x: Tensor) -> Tensor:
@@ -46,14 +82,24 @@ def _float(x: Tensor) -> Tensor:
 
 
 def entr(input: Tensor) -> Tensor:
-    """Entropy terms ``-x log x``: 0 at 0, ``-inf`` for negative ``x`` (``special.entr``)."""
+    """Entropy terms ``-x log x``: 0 at 0, ``-inf`` for negative ``x`` (``special.entr``).
+
+    Example:
+        >>> ember.special.entr(ember.tensor([0.5]))
+        tensor([0.3466])
+    """
     x = _float(input)
     value = where(x > 0, -xlogy(x, x), 0.0)
     return where(x < 0, -math.inf, value)
 
 
 def ndtr(input: Tensor) -> Tensor:
-    """The standard normal CDF ``(1 + erf(x / sqrt 2)) / 2`` (``special.ndtr``)."""
+    """The standard normal CDF ``(1 + erf(x / sqrt 2)) / 2`` (``special.ndtr``).
+
+    Example:
+        >>> ember.special.ndtr(ember.tensor([1.0]))
+        tensor([0.8413])
+    """
     return (1 + erf(_float(input) * (1 / math.sqrt(2)))) * 0.5
 
 
@@ -63,6 +109,10 @@ def log_ndtr(input: Tensor) -> Tensor:
 
     Raises:
         NotImplementedError: half-precision input (as torch's kernel).
+
+    Example:
+        >>> ember.special.log_ndtr(ember.tensor([0.0]))
+        tensor([-0.6931])
     """
     from ember.core import dtype as dt
     from ember.ops.pointwise import not_implemented
@@ -79,7 +129,12 @@ def log_ndtr(input: Tensor) -> Tensor:
 
 
 def xlog1py(input, other) -> Tensor:
-    """``input * log1p(other)``, 0 where ``input == 0`` and NaN where ``other`` is NaN."""
+    """``input * log1p(other)``, 0 where ``input == 0`` and NaN where ``other`` is NaN.
+
+    Example:
+        >>> ember.special.xlog1py(ember.tensor([2.0]), ember.tensor([1.0]))
+        tensor([1.3863])
+    """
     from ember.ops._promotion import Promotion, promoted_dtype
     from ember.ops.special import _device_of, _tensor_of
     _, res = promoted_dtype(Promotion.INT_TO_FLOAT, input, other)
@@ -87,20 +142,3 @@ def xlog1py(input, other) -> Tensor:
     x, y = _tensor_of(input, res, device), _tensor_of(other, res, device)
     value = where(x == 0, 0.0, x * log1p(y))
     return where(y.isnan(), y, value)
-
-
-def i1(input: Tensor) -> Tensor:
-    """Modified Bessel function of the first kind, order one (``special.i1``)."""
-    return _i1(_float(input))
-
-
-def i0e(input: Tensor) -> Tensor:
-    """Exponentially scaled ``i0``: ``i0(x) * exp(-|x|)``."""
-    x = _float(input)
-    return i0(x) * (-x.abs()).exp()
-
-
-def i1e(input: Tensor) -> Tensor:
-    """Exponentially scaled ``i1``: ``i1(x) * exp(-|x|)``."""
-    x = _float(input)
-    return _i1(x) * (-x.abs()).exp()

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from ember.autograd.grad_mode import is_grad_enabled
 from ember.core import dtype as dt
+from ember.dispatch import FALLTHROUGH, AliasKey
 from ember.ops._define import TENSOR_METHODS, Spec, Tag, composite, derivative, operator
 from ember.ops._promotion import Promotion
 from ember.ops.creation import arange, full, ones_like, zeros_like
@@ -530,3 +531,269 @@ def mvlgamma(input, p, *, out=None):
 
 mvlgamma_ = _export_twin(mvlgamma, "mvlgamma_")
 __all__ += ["sgn_", "heaviside_", "nextafter_", "float_power_", "mvlgamma_"]
+
+
+# -- torch.special's own operators ------------------------------------------------------------
+# NOTE [torch.special operators]
+# Each function below is one operator (``special_<name>``) with a CPU kernel in
+# ember.backends.cpu.special that evaluates it in float64 (ember.backends.cpu.special_math)
+# and rounds once. torch implements the Bessel, Airy, zeta and polynomial kernels for float32
+# and float64 only (half types raise NotImplementedError) and gives them no derivative: their
+# outputs never require grad. erfcx, ndtri, i1, i0e, i1e, zeta (in ``other``) and the
+# incomplete gamma functions (in ``other``) are differentiable as in torch.
+_INT_TO_FLOAT = Unary(P.INT_TO_FLOAT, ANY, False, "")
+_SPECIAL_BINARY = Binary(P.INT_TO_FLOAT, ANY, True, True, False, "")
+_IGAMMA = Binary(P.DEFAULT, FLT, False, False, False, "")
+
+
+def _no_halves(name: str, res: dt.DType) -> None:
+    if res in _HALF:
+        from ember.ops.pointwise import not_implemented
+        raise not_implemented(f"{name}_cpu", res)
+
+
+def special_unary_plan(name: str, input, halves: bool) -> tuple:
+    """(shape, compute, result) of a unary special function (integers become floats)."""
+    plan = unary_plan(name, _INT_TO_FLOAT, input)
+    if not halves:
+        _no_halves(name, plan[2])
+    return plan
+
+
+def special_binary_plan(name: str, input, other) -> tuple:
+    """(shape, compute, result) of ``zeta`` and the polynomials: tensors or scalars on either
+    side, integers promoted to the default float, float32/float64 only."""
+    plan = binary_plan(name, _SPECIAL_BINARY, input, other)
+    _no_halves(name, plan[2])
+    return plan
+
+
+def igamma_plan(name: str, input, other) -> tuple:
+    """(shape, compute, result) of ``gammainc``/``gammaincc``: two floating tensors."""
+    for pos, (arg, value) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"special_{name}(): argument '{arg}' (position {pos}) must be "
+                            f"Tensor, not {type(value).__name__}")
+    return binary_plan(name, _IGAMMA, input, other)
+
+
+def _declare_special(name: str, doc: str, *, halves: bool = False, binary: bool = False):
+    """Declare operator ``special_<name>`` whose Meta rule checks and types its arguments."""
+    kernel_name = {"gammainc": "igamma", "gammaincc": "igammac"}.get(name, name)
+    if binary:
+        args = "Tensor self, Tensor other" if name in ("zeta", "gammainc", "gammaincc") \
+            else "Tensor x, Tensor n"
+        plan = igamma_plan if name in ("gammainc", "gammaincc") else special_binary_plan
+
+        def rule(input, other, *, out=None):
+            shape, _, res = plan(kernel_name, input, other)
+            if out is not None:
+                check_out(out, shape, res)
+            return Spec(shape, res)
+    else:
+        args = "Tensor self"
+
+        def rule(input, *, out=None):
+            shape, _, res = special_unary_plan(kernel_name, input, halves)
+            if out is not None:
+                check_out(out, shape, res)
+            return Spec(shape, res)
+
+    rule.__doc__ = doc
+    rule.__name__ = rule.__qualname__ = name
+    schema = f"special_{name}({args}, *, Tensor(a!)? out=None) -> Tensor"
+    return operator(schema, (Tag.pointwise,), method=False)(rule)
+
+
+def _unary_doc(what: str, value: str, example: str) -> str:
+    return f"""{what}
+
+    Integers promote to the default float dtype; float32 and float64 (torch.special.{example}).
+
+    Shape: same as ``input``. ``out``: optional output tensor.
+
+    Example:
+        >>> round(ember.special.{example}(ember.tensor([1.0])).item(), 4)
+        {value}
+    """
+
+
+def _polynomial_doc(what: str, name: str, printed: str) -> str:
+    x = "0.75" if name.startswith("shifted") else "0.25"
+    return f"""{what} of degree ``n`` at ``x``.
+
+    ``x`` and ``n`` (tensors or numbers, broadcast together) promote to a float dtype;
+    ``n`` is truncated to an integer and negative degrees give 0. Not differentiable, as in
+    torch (the result never requires grad).
+
+    Example:
+        >>> ember.special.{name}(ember.tensor([{x}]), 3)
+        {printed}
+    """
+
+
+UNARY_SPECIAL = {
+    "erfcx": ("Scaled complementary error function ``exp(x**2) * erfc(x)``.", "0.4276"),
+    "ndtri": ("Inverse of the standard normal CDF (``-inf`` at 0, ``inf`` at 1, NaN outside "
+              "[0, 1]).", "inf"),
+    "bessel_j0": ("Bessel function of the first kind, order 0.", "0.7652"),
+    "bessel_j1": ("Bessel function of the first kind, order 1.", "0.4401"),
+    "bessel_y0": ("Bessel function of the second kind, order 0 (``-inf`` at 0, NaN below).",
+                  "0.0883"),
+    "bessel_y1": ("Bessel function of the second kind, order 1 (``-inf`` at 0, NaN below).",
+                  "-0.7812"),
+    "modified_bessel_i0": ("Modified Bessel function of the first kind, order 0.", "1.2661"),
+    "modified_bessel_i1": ("Modified Bessel function of the first kind, order 1.", "0.5652"),
+    "modified_bessel_k0": ("Modified Bessel function of the second kind, order 0 (inf at 0, "
+                           "NaN below).", "0.421"),
+    "modified_bessel_k1": ("Modified Bessel function of the second kind, order 1 (inf at 0, "
+                           "NaN below).", "0.6019"),
+    "scaled_modified_bessel_k0": ("``exp(x) * modified_bessel_k0(x)``, finite for large x.",
+                                  "1.1445"),
+    "scaled_modified_bessel_k1": ("``exp(x) * modified_bessel_k1(x)``, finite for large x.",
+                                  "1.6362"),
+    "spherical_bessel_j0": ("Spherical Bessel function of the first kind, order 0: "
+                            "``sin(x) / x``, 1 at 0.", "0.8415"),
+    "airy_ai": ("Airy function Ai.", "0.1353"),
+    "i1": ("Modified Bessel function of the first kind, order 1 (``special.i1``).", "0.5652"),
+    "i0e": ("Exponentially scaled ``i0``: ``exp(-|x|) * i0(x)``.", "0.4658"),
+    "i1e": ("Exponentially scaled ``i1``: ``exp(-|x|) * i1(x)``.", "0.2079"),
+}
+_HALF_OK = ("i1", "i0e", "i1e")
+POLYNOMIALS = {
+    "chebyshev_polynomial_t": ("Chebyshev polynomial of the first kind", "tensor([-0.6875])"),
+    "chebyshev_polynomial_u": ("Chebyshev polynomial of the second kind", "tensor([-0.8750])"),
+    "chebyshev_polynomial_v": ("Chebyshev polynomial of the third kind", "tensor([-0.1250])"),
+    "chebyshev_polynomial_w": ("Chebyshev polynomial of the fourth kind", "tensor([-1.6250])"),
+    "shifted_chebyshev_polynomial_t": ("Shifted Chebyshev polynomial of the first kind "
+                                       "``T_n(2x - 1)``", "tensor([-1.])"),
+    "shifted_chebyshev_polynomial_u": ("Shifted Chebyshev polynomial of the second kind "
+                                       "``U_n(2x - 1)``", "tensor([-1.])"),
+    "shifted_chebyshev_polynomial_v": ("Shifted Chebyshev polynomial of the third kind "
+                                       "``V_n(2x - 1)``", "tensor([-1.])"),
+    "shifted_chebyshev_polynomial_w": ("Shifted Chebyshev polynomial of the fourth kind "
+                                       "``W_n(2x - 1)``", "tensor([-1.])"),
+    "hermite_polynomial_h": ("Physicists' Hermite polynomial", "tensor([-2.8750])"),
+    "hermite_polynomial_he": ("Probabilists' Hermite polynomial", "tensor([-0.7344])"),
+    "laguerre_polynomial_l": ("Laguerre polynomial", "tensor([0.3411])"),
+    "legendre_polynomial_p": ("Legendre polynomial", "tensor([-0.3359])"),
+}
+
+SPECIAL_OPS: dict = {}
+for _name, (_what, _value) in UNARY_SPECIAL.items():
+    SPECIAL_OPS[_name] = _declare_special(_name, _unary_doc(_what, _value, _name),
+                                          halves=_name in _HALF_OK)
+for _name, (_what, _value) in POLYNOMIALS.items():
+    SPECIAL_OPS[_name] = _declare_special(_name, _polynomial_doc(_what, _name, _value),
+                                          binary=True)
+SPECIAL_OPS["zeta"] = _declare_special("zeta", """Hurwitz zeta function
+    ``zeta(x, q) = sum_{k >= 0} (k + q) ** -x``.
+
+    inf at ``x = 1`` and at the poles ``q = 0, -1, ...``; NaN for ``x < 1``. Differentiable
+    in ``q`` only (torch has no derivative in ``x``). Tensors or numbers, broadcast.
+
+    Example:
+        >>> round(ember.special.zeta(ember.tensor([2.0]), 1.0).item(), 6)
+        1.644934
+    """, binary=True)
+SPECIAL_OPS["gammainc"] = _declare_special("gammainc", """Regularized lower incomplete gamma
+    function ``P(a, x)`` (``input`` is ``a``, ``other`` is ``x``; torch.igamma).
+
+    Both arguments tensors of a floating dtype, broadcast. Differentiable in ``x`` only.
+
+    Example:
+        >>> round(ember.special.gammainc(ember.tensor([1.0]), ember.tensor([2.0])).item(), 4)
+        0.8647
+    """, binary=True)
+SPECIAL_OPS["gammaincc"] = _declare_special("gammaincc", """Regularized upper incomplete
+    gamma function ``Q(a, x) = 1 - P(a, x)`` (torch.igammac).
+
+    Example:
+        >>> round(ember.special.gammaincc(ember.tensor([1.0]), ember.tensor([2.0])).item(), 4)
+        0.1353
+    """, binary=True)
+
+
+# module attributes (``special_bessel_j0``, ...), where the doctest collector finds them
+globals().update({f"special_{name}": op for name, op in SPECIAL_OPS.items()})
+
+# torch records nothing for these: autograd falls through, the output never requires grad
+for _name in (*POLYNOMIALS, *(n for n in UNARY_SPECIAL
+                               if n not in ("erfcx", "ndtri", "i1", "i0e", "i1e"))):
+    SPECIAL_OPS[_name].register(AliasKey.Autograd, FALLTHROUGH)
+
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+@derivative(SPECIAL_OPS["erfcx"], save=("input", "result"))
+def _erfcx_backward(ctx, grad):
+    return grad * (2.0 * ctx.input * ctx.result - 2.0 / math.sqrt(math.pi))
+
+
+@derivative(SPECIAL_OPS["ndtri"], save=("result",))
+def _ndtri_backward(ctx, grad):
+    return grad * _SQRT_2PI * (ctx.result.square() * 0.5).exp()
+
+
+def _safe_nonzero(x: Tensor) -> tuple:
+    """(|x| > eps, x with those tiny entries replaced by eps): torch's guard at 0."""
+    eps = dt.finfo(x._dtype).eps
+    big = x.abs() > eps
+    return big, where(big, x, eps)
+
+
+@derivative(SPECIAL_OPS["i1"], save=("input", "result"))
+def _i1_backward(ctx, grad):
+    big, safe = _safe_nonzero(ctx.input)
+    return grad * where(big, i0(safe) - ctx.result / safe, 0.5)
+
+
+@derivative(SPECIAL_OPS["i0e"], save=("input", "result"))
+def _i0e_backward(ctx, grad):
+    return grad * (SPECIAL_OPS["i1e"](ctx.input) - ctx.input.sign() * ctx.result)
+
+
+@derivative(SPECIAL_OPS["i1e"], save=("input", "result"))
+def _i1e_backward(ctx, grad):
+    big, safe = _safe_nonzero(ctx.input)
+    value = SPECIAL_OPS["i0e"](safe) - ctx.result * (safe.sign() + safe.reciprocal())
+    return grad * where(big, value, 0.5)
+
+
+def _no_derivative(what: str):
+    raise NotImplementedError(f"the derivative for '{what}' is not implemented.")
+
+
+@derivative(SPECIAL_OPS["zeta"], save=("input", "other"))
+def _zeta_backward(ctx, grad):
+    def d_other():
+        return grad * -ctx.input * SPECIAL_OPS["zeta"](ctx.input + 1.0, ctx.other)
+    return _grads(ctx, lambda: _no_derivative("zeta"), d_other)
+
+
+def _igamma_grad(ctx, grad, sign: float) -> Tensor:
+    a, x = ctx.input, ctx.other
+    return grad * (sign * ((a - 1) * x.log() - x - lgamma(a)).exp())
+
+
+@derivative(SPECIAL_OPS["gammainc"], save=("input", "other"))
+def _gammainc_backward(ctx, grad):
+    return _grads(ctx, lambda: _no_derivative("igamma: input"),
+                  lambda: _igamma_grad(ctx, grad, 1.0))
+
+
+@derivative(SPECIAL_OPS["gammaincc"], save=("input", "other"))
+def _gammaincc_backward(ctx, grad):
+    return _grads(ctx, lambda: _no_derivative("igammac: input"),
+                  lambda: _igamma_grad(ctx, grad, -1.0))
+
+
+igamma = SPECIAL_OPS["gammainc"]
+igammac = SPECIAL_OPS["gammaincc"]
+TENSOR_METHODS["igamma"] = igamma
+TENSOR_METHODS["igammac"] = igammac
+_TWIN_EXAMPLES.update({"igamma_": ("[1.0, 2.0]", ", ember.tensor([2.0, 1.0])"),
+                       "igammac_": ("[1.0, 2.0]", ", ember.tensor([2.0, 1.0])")})
+igamma_ = _export_twin(igamma, "igamma_")
+igammac_ = _export_twin(igammac, "igammac_")
+__all__ += ["igamma", "igammac", "igamma_", "igammac_"]

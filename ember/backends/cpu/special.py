@@ -1,15 +1,16 @@
-"""CPU kernels of ``xlogy``, ``heaviside``, ``nextafter`` and ``i0`` (ember.ops.special).
-
-The other special functions are composites and need no kernel. ``i0`` is NumPy's Chebyshev
-evaluation in float64; ``nextafter`` on bfloat16 steps the bit pattern, as NumPy has no
-bfloat16 ``nextafter``.
+"""CPU kernels of ``xlogy``, ``heaviside``, ``nextafter``, ``i0`` and torch.special's
+operators (ember.ops.special); the numerical methods live in ``special_math`` and
+``orthogonal_polynomials``. ``i0`` is NumPy's Chebyshev evaluation in float64;
+``nextafter`` on bfloat16 steps the bit pattern, as NumPy has no bfloat16 ``nextafter``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ember.backends.cpu import special_math as sm
 from ember.backends.cpu._util import arr, ignore_fp_errors, new_output, write_result
+from ember.backends.cpu.orthogonal_polynomials import POLYNOMIALS
 from ember.backends.cpu.pointwise import _np
 from ember.core import dtype as dt
 from ember.ops import special as sp
@@ -106,3 +107,67 @@ def _i0_(self):
         result = _i0_values(self)
     self._ver.value += 1
     return write_result(result, self)
+
+
+# -- torch.special's operators (NOTE [torch.special operators]) -------------------------------
+def _as64(x) -> np.ndarray:
+    return (arr(x) if isinstance(x, Tensor) else np.asarray(x)).astype(np.float64)
+
+
+_UNARY_MATH = {
+    "erfcx": sm.erfcx, "ndtri": sm.ndtri,
+    "bessel_j0": sm.bessel_j0, "bessel_j1": sm.bessel_j1,
+    "bessel_y0": sm.bessel_y0, "bessel_y1": sm.bessel_y1,
+    "modified_bessel_i0": lambda x: sm.bessel_i(x, 0, False),
+    "modified_bessel_i1": lambda x: sm.bessel_i(x, 1, False),
+    "modified_bessel_k0": lambda x: sm.bessel_k(x, 0, False),
+    "modified_bessel_k1": lambda x: sm.bessel_k(x, 1, False),
+    "scaled_modified_bessel_k0": lambda x: sm.bessel_k(x, 0, True),
+    "scaled_modified_bessel_k1": lambda x: sm.bessel_k(x, 1, True),
+    "spherical_bessel_j0": sm.spherical_j0, "airy_ai": sm.airy_ai,
+    "i1": lambda x: sm.bessel_i(x, 1, False),
+    "i0e": lambda x: sm.bessel_i(x, 0, True),
+    "i1e": lambda x: sm.bessel_i(x, 1, True),
+}
+_BINARY_MATH = {**POLYNOMIALS, "zeta": sm.zeta, "gammainc": sm.gammainc,
+                "gammaincc": sm.gammaincc}
+
+
+def _nan_at_inf(fn):
+    """torch's Cephes-based kernels give NaN at +-inf for these functions."""
+    def wrapped(x):
+        return np.where(np.isinf(x), np.nan, fn(x))
+    return wrapped
+
+
+for _name in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+              "modified_bessel_i1", "airy_ai", "i1"):
+    _UNARY_MATH[_name] = _nan_at_inf(_UNARY_MATH[_name])
+
+
+def _unary_kernel(op, fn):
+    def kernel(input, *, out=None):
+        spec = op.meta_rule(input, out=out)
+        o = new_output(spec.shape, spec.dtype, out)
+        with ignore_fp_errors():
+            x = _as64(input)
+            value = fn(x.reshape(-1)).reshape(x.shape) if x.size else x
+            return write_result(value, o)
+    return kernel
+
+
+def _binary_kernel(op, fn):
+    def kernel(input, other, *, out=None):
+        spec = op.meta_rule(input, other, out=out)
+        o = new_output(spec.shape, spec.dtype, out)
+        with ignore_fp_errors():
+            x, y = np.broadcast_arrays(_as64(input), _as64(other))
+            value = fn(x.reshape(-1), y.reshape(-1)).reshape(x.shape) if x.size else x
+            return write_result(np.broadcast_to(value, spec.shape), o)
+    return kernel
+
+
+for _name, _fn in _UNARY_MATH.items():
+    sp.SPECIAL_OPS[_name].impl("CPU")(_unary_kernel(sp.SPECIAL_OPS[_name], _fn))
+for _name, _fn in _BINARY_MATH.items():
+    sp.SPECIAL_OPS[_name].impl("CPU")(_binary_kernel(sp.SPECIAL_OPS[_name], _fn))
