@@ -21,10 +21,15 @@ from ember.core import dtype as dt
 
 __all__ = ["generate_c", "group_entry", "ctype", "Slot", "PRELUDE"]
 
-CODEGEN_VERSION = 4
+CODEGEN_VERSION = 5
 # elements: kernels this large get an OpenMP parallel loop (compiler-design.md 7.4: on a small
 # shared machine threads hurt below ~1M elements)
 PAR_THRESHOLD = 1 << 20
+# rows of a column reduction summed side by side (double accumulators on the stack)
+COL_TILE = 256
+# their accumulators: float32 columns add in float32 (row by row, as NumPy's and so eager's
+# ``sum(0)``); converting every element to double halved the throughput
+_COL_ACC = {dt.float32: "float"}
 # threads of the parallel loops: set after loading by ember.compiler.cc.num_threads()
 THREADS_DECL = ("static int ember_nt = 1;\n"
                 "void ember_set_threads(int n) { ember_nt = n > 0 ? n : 1; }\n")
@@ -210,6 +215,7 @@ class _KernelGen:
             if ln.stored:
                 self._slot(ln, True)
         self.flat = self._flat_ok()
+        self.col = not self.flat and self._col_ok()
         self.parallel = math.prod(self.F) >= PAR_THRESHOLD
         self.sizes: list[int] = []          # values of sz[0], sz[1], ...
         self.size_of: dict = {}
@@ -251,6 +257,28 @@ class _KernelGen:
                     return False
         return True
 
+    def _col_ok(self) -> bool:
+        """Whether the kernel is a column reduction: only stored sums whose inputs are
+        strided along the reduced (last) dimension and unit-stride along the one before it
+        (``sum(0)`` of a row-major ``[N, C]``, a bias gradient). It then loops over the
+        reduced dimension outside and over a tile of adjacent rows inside, vectorised."""
+        if self.nd < 2 or self.F[-2] < 2:
+            return False
+        members = set(map(id, self.k.members))
+        unit = False
+        for m in self.k.members:
+            if m.kind != "red" or m.rkind != "sum" or not m.stored:
+                return False
+            for src in realized_reads(m):
+                if id(src) in members or (src.kind in ("pw", "red") and src.kernel is self.k):
+                    return False
+                _, lay = self._layout(src)
+                st, _ = _bcast(lay, self.F)
+                if st[-1] == 1 or st[-2] not in (0, 1):
+                    return False
+                unit = unit or st[-2] == 1
+        return unit
+
     # -- expressions ----------------------------------------------------------------------------
     def index(self, src: LNode) -> tuple[int, str]:
         slot, lay = self._layout(src)
@@ -269,6 +297,8 @@ class _KernelGen:
             self.row_decl.append(f"        const int64_t {name} = {' + '.join(terms)};")
             self.bases[key] = name
         last = st[-1] if st else 0
+        if self.col and st[-2]:
+            name = f"{name} + c"        # the tile's row within the unit-stride dimension
         if not last:
             return slot, name
         if last == 1:       # unit stride stays literal: the inner loop vectorises
@@ -345,6 +375,8 @@ class _KernelGen:
                 body.append("    }")
             return "\n".join(head + body + ["}"]) + "\n"
         self.row_decl: list[str] = []
+        if self.col:
+            return "\n".join(head + self._col_body() + ["}"]) + "\n"
         passes: list[str] = []
         for m in k.members:
             passes += self._pass(m)
@@ -362,6 +394,51 @@ class _KernelGen:
                 "    #pragma omp parallel for schedule(static) num_threads(ember_nt)"]
         body += loop + ["    } else {"] + loop + ["    }"]
         return "\n".join(head + body + ["}"]) + "\n"
+
+    def _col_body(self) -> list[str]:
+        """The loops of a column reduction (see :meth:`_col_ok`): per tile of ``COL_TILE``
+        adjacent rows, double accumulators summed in the order of the reduced index."""
+        C = self.num(("F", self.nd - 2), self.F[-2])
+        nt = f"(({C} + {COL_TILE - 1}) / {COL_TILE})"
+        ro = self.num("RO", math.prod(self.F[:-2]))
+        total = self.num("n", math.prod(self.F))
+        L = self.num("L", self.L)
+        decode = [f"    for (int64_t t = 0; t < {ro} * {nt}; t++) {{",
+                  f"        int64_t q = t / {nt};",
+                  f"        const int64_t c0 = (t % {nt}) * {COL_TILE};",
+                  f"        const int64_t cn = {C} - c0 < {COL_TILE} ? {C} - c0 : {COL_TILE};",
+                  "        const int64_t rq = q;",
+                  f"        const int64_t i{self.nd - 2} = c0;"]
+        for d in range(self.nd - 3, -1, -1):
+            fd = self.num(("F", d), self.F[d])
+            decode.append(f"        const int64_t i{d} = q % {fd}; q /= {fd};")
+        decode.append("        (void)q; (void)rq;")
+        stmts: list[str] = []
+        memo: dict = {}
+        accs, inner, post = [], [], []
+        for m in self.k.members:
+            v = self.expr(m.expr, memo, stmts)
+            a = f"acc{m.index}"
+            accs.append(f"        {_COL_ACC.get(m.dtype, 'double')} {a}[{COL_TILE}];")
+            accs.append(f"        for (int64_t c = 0; c < cn; c++) {a}[c] = 0;")
+            inner.append(f"                {a}[c] += {v};")
+            ct = ctype(m.dtype)
+            pv = f"({ct}){a}[c]"
+            if m.scale is not None:
+                ps: list[str] = []
+                pv = self.expr(m.scale, {}, ps, acc=f"{a}[c]")
+                post += ["            " + x for x in ps]
+            post.append(f"            p{self.slot_of[id(m)]}[rq * {C} + c0 + c] = "
+                        f"{store_code(m.dtype, pv)};")
+        loop = decode + self.row_decl + accs
+        loop += [f"        for (int64_t j = 0; j < {L}; j++) {{",
+                 "            #pragma omp simd",
+                 "            for (int64_t c = 0; c < cn; c++) {"]
+        loop += ["                " + x for x in stmts] + inner + ["            }", "        }"]
+        loop += ["        for (int64_t c = 0; c < cn; c++) {"] + post + ["        }", "    }"]
+        body = [f"    if ({total} >= {PAR_THRESHOLD} && {ro} * {nt} > 1 && ember_nt > 1) {{",
+                "    #pragma omp parallel for schedule(static) num_threads(ember_nt)"]
+        return body + loop + ["    } else {"] + loop + ["    }"]
 
     def _pass(self, m: LNode) -> list[str]:
         stmts: list[str] = []

@@ -445,8 +445,9 @@ def code_globals(graph: Graph) -> tuple[dict, dict[int, str]]:
 
     g: dict = {"getitem": operator.getitem, "device": device, "inf": math.inf}
     for name in ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32",
-                 "int64", "uint8"):
-        g[name] = getattr(dt, name)
+                 "int64", "uint8", "complex64", "complex128"):
+        if hasattr(dt, name):
+            g[name] = getattr(dt, name)
     g["bool"] = dt.bool_
     namespaces: dict[str, dict[str, SimpleNamespace]] = {}
     for node in graph.nodes:

@@ -51,6 +51,7 @@ _MAY_ALIAS = {"reshape", "flatten", "_unsafe_view", "contiguous", "view_as", "ex
 _NP_TO_DT = {np.dtype(d.np): d for d in (dt.float32, dt.float64, dt.float16, dt.bfloat16,
                                           dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8,
                                           dt.bool_)}
+_DT_TO_NP = frozenset(_NP_TO_DT.values())
 
 
 def _wrap(a, npdtype):
@@ -824,7 +825,12 @@ class _Gen:
         if Tag.random in t.tags:
             return False
         vals = node.val if isinstance(node.val, tuple | list) else (node.val,)
-        return all(isinstance(v, Tensor) and v.dtype not in _HALF for v in vals)
+        if not all(isinstance(v, Tensor) and v.dtype not in _HALF and v.dtype in _DT_TO_NP
+                   for v in vals):
+            return False
+        # complex (and other dtypes without a rendering) stay ember ops, inputs included
+        return all(not isinstance(x.val, Tensor) or x.val.dtype in _DT_TO_NP
+                   for x in node.input_nodes())
 
     def _fallback(self, node: Node) -> None:
         label = getattr(node.target, "short_name", None) or getattr(node.target, "__name__", "fn")

@@ -600,3 +600,56 @@ def _clone(lw, node, b):
     if node.target.name in ("alias", "detach"):
         return None
     return lw.pw(node, src.dtype, load(src))
+
+
+# -- activation gradients -------------------------------------------------------------------------
+@rule("threshold_backward")
+def _threshold_backward(lw, node, b):
+    """``0 where input <= threshold, else grad`` (NaN inputs pass the gradient, as eager)."""
+    d = _out_float(node)
+    g, x = b["grad_output"], b["self"]
+    if not isinstance(g, Node) or not isinstance(x, Node) or \
+            not g.val.dtype is x.val.dtype is node.val.dtype:
+        return None
+    keep_zero = op("le", dt.bool_, lw.ref(x, d), lw.ref(b["threshold"], d))
+    # ``+ 0`` turns a kept -0.0 gradient into 0.0, as the eager kernel does
+    return lw.pw(node, d, op("where", d, keep_zero, const(0.0, d),
+                             op("add", d, lw.ref(g, d), const(0.0, d))))
+
+
+_BETA = math.sqrt(2.0 / math.pi)
+_KAPPA = 0.044715
+
+
+@rule("gelu_backward")
+def _gelu_backward(lw, node, b):
+    """``grad * gelu'(x)`` in the eager kernel's operation order: tanh form ``s + 2 beta x
+    (1 + 3 kappa x**2) s (1 - s)`` with ``s = sigmoid(2 z)``; exact form ``Phi(x) + x phi(x)``."""
+    d = _out_float(node)
+    g, x = b["grad_output"], b["self"]
+    if not isinstance(g, Node) or not isinstance(x, Node) or \
+            not g.val.dtype is x.val.dtype is node.val.dtype:
+        return None
+    a, eg = lw.ref(x, d), lw.ref(g, d)
+
+    def c(v):
+        return const(v, d)
+
+    mode = b.get("approximate", "none")
+    if mode == "tanh":
+        u = op("mul", d, op("add", d, op("mul", d, op("mul", d, a, a),
+                                         c(-2.0 * _BETA * _KAPPA)), c(-2.0 * _BETA)), a)
+        s = op("reciprocal", d, op("add", d, op("exp", d, u), c(1.0)))
+        w = op("mul", d, op("mul", d, op("add", d, op("mul", d, op("mul", d, a, a),
+                                                      c(3.0 * _KAPPA)), c(1.0)), a),
+               c(2.0 * _BETA))
+        r = op("add", d, op("mul", d, op("sub", d, s, op("mul", d, s, s)), w), s)
+    elif mode == "none":
+        phi = op("mul", d, c(0.5), op("add", d, c(1.0),
+                                      op("erf", d, op("mul", d, a, c(1.0 / math.sqrt(2.0))))))
+        dens = op("exp", d, op("mul", d, op("mul", d, a, a), c(-0.5)))
+        r = op("add", d, op("mul", d, op("mul", d, dens, a), c(1.0 / math.sqrt(2.0 * math.pi))),
+               phi)
+    else:
+        return None
+    return lw.pw(node, d, op("mul", d, r, eg))
