@@ -11,6 +11,7 @@ from ember.distributions.bernoulli import Bernoulli
 from ember.distributions.beta import Beta
 from ember.distributions.binomial import Binomial
 from ember.distributions.categorical import Categorical
+from ember.distributions.continuous_bernoulli import ContinuousBernoulli
 from ember.distributions.dirichlet import Dirichlet
 from ember.distributions.exponential import Exponential
 from ember.distributions.gamma import Gamma
@@ -110,7 +111,43 @@ def _kl_dirichlet_dirichlet(p, q):
             + ((pc - qc) * mean_log).sum(-1))
 
 
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    # log p(x) = x logit(p) + log(1 - p) + log C(p)
+    return (p.mean * (p.logits - q.logits) + p._cont_bern_log_norm() + ember.log1p(-p.probs)
+            - q._cont_bern_log_norm() - ember.log1p(-q.probs))
+
+
 # -- across families ------------------------------------------------------------------------------
+def _continuous_bernoulli_cross_entropy(q, mean):
+    """-E_p[log q(x)] for a continuous Bernoulli ``q`` from ``mean = E_p[x]``."""
+    return -(mean * q.logits + ember.log1p(-q.probs) + q._cont_bern_log_norm())
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() + _continuous_bernoulli_cross_entropy(q, p.mean)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    expected_square = p.variance + p.mean.pow(2) - 2 * q.loc * p.mean + q.loc.pow(2)
+    return (-p.entropy() + q.scale.log() + 0.5 * math.log(2 * math.pi)
+            + expected_square / (2 * q.scale.pow(2)))
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # torch's test is inclusive: a uniform that starts at 0 or ends at 1 counts as a mismatch
+    return ember.where((q.low >= 0) | (q.high <= 1), _INF, result)
+
+
 @register_kl(Bernoulli, Poisson)
 def _kl_bernoulli_poisson(p, q):
     return -p.entropy() - (p.probs * q.rate.log() - q.rate)
@@ -219,7 +256,10 @@ def _poisson_infinity(p, q):
 
 for _p, _q in [(Normal, Beta), (Normal, Gamma), (Laplace, Beta), (Laplace, Gamma),
                (Gumbel, Beta), (Gumbel, Gamma), (Exponential, Beta), (Gamma, Beta),
-               (Gamma, Pareto), (Gamma, Uniform), (Pareto, Beta), (Beta, Pareto)]:
+               (Gamma, Pareto), (Gamma, Uniform), (Pareto, Beta), (Beta, Pareto),
+               (Normal, ContinuousBernoulli), (Laplace, ContinuousBernoulli),
+               (Gumbel, ContinuousBernoulli), (Exponential, ContinuousBernoulli),
+               (Gamma, ContinuousBernoulli), (Pareto, ContinuousBernoulli)]:
     register_kl(_p, _q)(_infinity)
 for _q in (Bernoulli, Binomial):
     register_kl(Poisson, _q)(_poisson_infinity)
