@@ -20,6 +20,7 @@ from ember.distributions.laplace import Laplace
 from ember.distributions.log_normal import LogNormal
 from ember.distributions.logistic_normal import LogisticNormal
 from ember.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
+from ember.distributions.mixture_same_family import MixtureSameFamily
 from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.normal import Normal
 from ember.distributions.pareto import Pareto
@@ -35,7 +36,8 @@ from ember.distributions.kl import kl_divergence, register_kl  # isort: skip
 
 __all__ = ["Cauchy", "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor",
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
-           "LogisticNormal", "LowRankMultivariateNormal", "MultivariateNormal", "Normal",
+           "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "MultivariateNormal", "Normal",
            "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
            "TransformedDistribution", "Uniform", "Weibull", "biject_to",
            "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
@@ -48,11 +50,9 @@ from ember.distributions.beta import Beta  # noqa: E402
 from ember.distributions.binomial import Binomial  # noqa: E402
 from ember.distributions.categorical import Categorical  # noqa: E402
 from ember.distributions.chi2 import Chi2  # noqa: E402
-from ember.distributions.continuous_bernoulli import ContinuousBernoulli  # noqa: E402
 from ember.distributions.dirichlet import Dirichlet  # noqa: E402
 from ember.distributions.gamma import Gamma  # noqa: E402
 from ember.distributions.geometric import Geometric  # noqa: E402
-from ember.distributions.kumaraswamy import Kumaraswamy  # noqa: E402
 from ember.distributions.multinomial import Multinomial  # noqa: E402
 from ember.distributions.negative_binomial import NegativeBinomial  # noqa: E402
 from ember.distributions.one_hot_categorical import (  # noqa: E402
@@ -60,8 +60,7 @@ from ember.distributions.one_hot_categorical import (  # noqa: E402
     OneHotCategoricalStraightThrough,
 )
 from ember.distributions.poisson import Poisson  # noqa: E402
-from ember.distributions.von_mises import VonMises  # noqa: E402
 
-__all__ += ["Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "ContinuousBernoulli",
-            "Dirichlet", "Gamma", "Geometric", "Kumaraswamy", "Multinomial", "NegativeBinomial",
-            "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson", "VonMises"]
+__all__ += ["Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "Dirichlet", "Gamma",
+            "Geometric", "Multinomial", "NegativeBinomial", "OneHotCategorical",
+            "OneHotCategoricalStraightThrough", "Poisson"]

@@ -100,6 +100,14 @@ CASES = [
          lambda D, loc, precision_matrix: D.MultivariateNormal(
              loc, precision_matrix=precision_matrix),
          lambda: {"loc": _real(3), "precision_matrix": _spd(2, 3)}),
+    Case("MixtureSameFamily",
+         lambda D, logits, loc, scale: D.MixtureSameFamily(D.Categorical(logits=logits),
+                                                           D.Normal(loc, scale)),
+         lambda: {"logits": _real(2, 3), "loc": _real(2, 3) * 3, "scale": _pos(2, 3)}),
+    Case("MixtureSameFamilyEvent",
+         lambda D, logits, loc, scale: D.MixtureSameFamily(
+             D.Categorical(logits=logits), D.Independent(D.Normal(loc, scale), 1)),
+         lambda: {"logits": _real(2, 3), "loc": _real(2, 3, 4), "scale": _pos(2, 3, 4)}),
     Case("LowRankMultivariateNormal",
          lambda D, loc, cov_factor, cov_diag: D.LowRankMultivariateNormal(loc, cov_factor,
                                                                           cov_diag),
@@ -466,3 +474,26 @@ def test_parameter_gradients_match_torch(case, quantity):
         assert np.all(to_numpy(g)[leaked] == 0), name
         e = torch.where(torch.tensor(leaked), 0.0, e)
         assert_same(g, e, rtol=1e-9, atol=1e-9)
+
+
+def test_mixture_same_family_errors_match_torch():
+    def errors(D, T):
+        cases = [
+            lambda: D.MixtureSameFamily(D.Normal(T.zeros(3), 1.0), D.Normal(T.zeros(3), 1.0)),
+            lambda: D.MixtureSameFamily(D.Categorical(logits=T.zeros(4)),
+                                        D.Normal(T.zeros(3), 1.0)),
+            lambda: D.MixtureSameFamily(D.Categorical(logits=T.zeros(2, 3)),
+                                        D.Normal(T.zeros(5, 3), 1.0)),
+        ]
+        found = []
+        for build in cases:
+            with pytest.raises(ValueError) as info:
+                build()
+            found.append(str(info.value))
+        return found
+
+    for ours, theirs in zip(errors(ed, ember), errors(td, torch)):
+        assert ours.replace("ember.", "torch.") == theirs.replace("ember.", "torch.") or (
+            "Categorical" in ours and "Categorical" in theirs)
+    assert not ed.MixtureSameFamily(ed.Categorical(logits=ember.zeros(2)),
+                                    ed.Normal(ember.zeros(2), 1.0)).has_rsample
