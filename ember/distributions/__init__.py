@@ -50,9 +50,11 @@ from ember.distributions.beta import Beta  # noqa: E402
 from ember.distributions.binomial import Binomial  # noqa: E402
 from ember.distributions.categorical import Categorical  # noqa: E402
 from ember.distributions.chi2 import Chi2  # noqa: E402
+from ember.distributions.continuous_bernoulli import ContinuousBernoulli  # noqa: E402
 from ember.distributions.dirichlet import Dirichlet  # noqa: E402
 from ember.distributions.gamma import Gamma  # noqa: E402
 from ember.distributions.geometric import Geometric  # noqa: E402
+from ember.distributions.kumaraswamy import Kumaraswamy  # noqa: E402
 from ember.distributions.multinomial import Multinomial  # noqa: E402
 from ember.distributions.negative_binomial import NegativeBinomial  # noqa: E402
 from ember.distributions.one_hot_categorical import (  # noqa: E402
@@ -60,7 +62,8 @@ from ember.distributions.one_hot_categorical import (  # noqa: E402
     OneHotCategoricalStraightThrough,
 )
 from ember.distributions.poisson import Poisson  # noqa: E402
+from ember.distributions.von_mises import VonMises  # noqa: E402
 
-__all__ += ["Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "Dirichlet", "Gamma",
-            "Geometric", "Multinomial", "NegativeBinomial", "OneHotCategorical",
-            "OneHotCategoricalStraightThrough", "Poisson"]
+__all__ += ["Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "ContinuousBernoulli",
+            "Dirichlet", "Gamma", "Geometric", "Kumaraswamy", "Multinomial", "NegativeBinomial",
+            "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson", "VonMises"]
