@@ -11,7 +11,8 @@ Sections (each a function of its own; ``python bench/distributed.py SECTION [opt
   each library's step without communication (``no_sync``), which is the compute floor.
 
 - ``collectives``: in-place float32 SUM all-reduce, 2 ranks: latency at 4 KiB and bus bandwidth
-  at 16 MiB (busbw = bytes / time * 2(n-1)/n) of ember's shm engine (a tensor in ordinary
+  at 16 MiB (``--sizes 4K,16M,64M`` adds 64 MiB, more than one staging slot) (busbw = bytes /
+  time * 2(n-1)/n) of ember's shm engine (a tensor in ordinary
   memory, and one from ``empty_shared``), ember's mpi engine, raw mpi4py (``Allreduce`` on a
   NumPy array) and torch's gloo (``set_num_threads(1)``); launches interleaved; a rep's time is
   the slowest rank's mean over its iterations; the figure is the median over every rep.
@@ -188,8 +189,8 @@ def _ddp_worker_main(argv: list[str]) -> None:
 
 # ==== collectives section =======================================================================
 
-COLL_SIZES = {"4K": 4096, "16M": 16 << 20}
-COLL_ITERS = {"4K": 2000, "16M": 20}
+COLL_SIZES = {"4K": 4096, "16M": 16 << 20, "64M": 64 << 20}
+COLL_ITERS = {"4K": 2000, "16M": 20, "64M": 6}
 COLL_LIBS = ("ember-shm", "ember-shm-zero", "ember-mpi", "mpi4py", "torch-gloo")
 
 
@@ -279,22 +280,26 @@ def _launch_coll(lib: str, size: str, world: int, reps: int, boost: bool) -> lis
 def collectives_section(args) -> None:
     """All-reduce bus bandwidth (16 MiB) and latency (4 KiB), float32, every engine."""
     libs = args.libs.split(",") if args.libs else list(COLL_LIBS)
-    results: dict = {(lib, size): [] for lib in libs for size in COLL_SIZES}
+    sizes = args.sizes.split(",")
+    results: dict = {(lib, size): [] for lib in libs for size in sizes}
     for _ in range(args.launches):
-        for size in COLL_SIZES:
+        for size in sizes:
             for lib in libs:
                 results[(lib, size)] += _launch_coll(lib, size, args.world, args.reps,
                                                      args.boost)
     n = args.world
     print(f"all-reduce, float32 SUM in place, {n} ranks; median over {args.launches} launches "
           f"x {args.reps} reps (slowest rank per rep); busbw = bytes / time * 2(n-1)/n")
-    print(f"{'engine':16s} {'4K latency us':>14s} {'range':>15s} {'16M busbw GB/s':>15s} "
-          f"{'range':>13s}")
+    heads = [f"{size} latency us" if size == "4K" else f"{size} busbw GB/s" for size in sizes]
+    print(f"{'engine':16s} " + " ".join(f"{h:>15s} {'range':>13s}" for h in heads))
     for lib in libs:
-        lat = [t * 1e6 for t in results[(lib, "4K")]]
-        bw = [COLL_SIZES["16M"] / t * 2 * (n - 1) / n / 1e9 for t in results[(lib, "16M")]]
-        print(f"{lib:16s} {statistics.median(lat):14.1f} {min(lat):7.1f}..{max(lat):<7.1f} "
-              f"{statistics.median(bw):15.2f} {min(bw):6.2f}..{max(bw):<6.2f}")
+        cells = []
+        for size in sizes:
+            ts = results[(lib, size)]
+            vals = ([t * 1e6 for t in ts] if size == "4K" else
+                    [COLL_SIZES[size] / t * 2 * (n - 1) / n / 1e9 for t in ts])
+            cells.append(f"{statistics.median(vals):15.2f} {min(vals):6.2f}..{max(vals):<6.2f}")
+        print(f"{lib:16s} " + " ".join(cells))
 
 
 # ==== entry point ===============================================================================
@@ -322,6 +327,8 @@ def main(argv: list[str] | None = None) -> None:
                         "shared with other jobs; both libraries get it)")
     p.add_argument("--libs", default="", help="collectives: comma-separated engines of "
                    + ",".join(COLL_LIBS))
+    p.add_argument("--sizes", default="4K,16M", help="collectives: comma-separated sizes of "
+                   + ",".join(COLL_SIZES))
     args = p.parse_args(argv)
     SECTIONS[args.section](args)
 

@@ -582,18 +582,24 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None,
         ValueError: no default group; an op the dtype does not support.
         DistBackendError: a peer died, failed or timed out; ranks disagree on the call.
     """
-    pg = _group(group)
+    pg = GroupMember.WORLD if group is None else _group(group)
     if pg is None:
+        if group is None:
+            _require_init()
         return None
-    op = _check_op("all_reduce", op, tensor.dtype)
+    if op is not ReduceOp.SUM:
+        op = _check_op("all_reduce", op, tensor.dtype)
+    if not (async_op or pg._pending or _State.debug == "DETAIL") \
+            and type(tensor) is Tensor and tensor._device is CPU:
+        arr = numpy_view(tensor)  # the common synchronous call, without _Buf and closures
+        if arr.flags.c_contiguous:
+            pg.seq += 1
+            with pg._exec:
+                pg.allreduce(arr, op)
+            tensor._bump_version()
+            return None
     b = _Buf(tensor)
     arr = b.arr
-    if not (async_op or b.copy or pg._pending or _State.debug == "DETAIL"):
-        pg.seq += 1  # the common synchronous call, without the closures of _run
-        with pg._exec:
-            pg.allreduce(arr, op)
-        tensor._bump_version()
-        return None
     return _run(pg, "all_reduce", lambda: pg.allreduce(arr, op), [b], async_op,
                 lambda: f"{_desc(tensor)}:{op.name}", tensor)
 

@@ -182,6 +182,7 @@ class MpiProcessGroup(ProcessGroup):
         self._types: dict = {}
         self._user_ops: dict = {}
         self._specs: dict = {}
+        self._native: dict = {}  # (dtype, op) -> (MPI type, MPI op) for MPI's own types
 
     @classmethod
     def world(cls, timeout: float) -> MpiProcessGroup:
@@ -295,7 +296,13 @@ class MpiProcessGroup(ProcessGroup):
 
     # ---- collectives ----------------------------------------------------------------------
     def allreduce(self, arr: np.ndarray, op: ReduceOp) -> None:
-        spec, mop = self._spec(arr, op)
+        hit = self._native.get((arr.dtype, op))
+        if hit is not None:  # MPI's own type and operation: the array as it is
+            spec, mop = [arr, arr.size, hit[0]], hit[1]
+        else:
+            spec, mop = self._spec(arr, op)
+            if spec[2] is not self._types.get(arr.itemsize):
+                self._native[(arr.dtype, op)] = (spec[2], mop)
         self._complete(self.comm.Iallreduce(self._in_place, spec, mop), "all_reduce")
         if op is ReduceOp.AVG:
             self._avg(arr, op)

@@ -13,14 +13,22 @@ descriptor (operation, size, root, heap offset) into descriptor h, bumps its epo
 until every peer's epoch has reached its own: from then on it may read the peers' half h. The
 next step uses the other half, so a rank writes half h again only after one more step, that
 is after every peer has passed a later epoch and therefore finished reading it: one
-synchronisation per step, no per-reader acknowledgements. ``all_reduce`` is a reduce-scatter
-step (rank r reduces chunk r of every rank's data, in rank order, into its other half) and an
-all-gather step (every rank copies chunk j from rank j); messages larger than a slot are cut
-into slot-sized pieces, and messages under 64 KiB take one step in which every rank reduces
-every rank's copy itself (in rank order, so all ranks get the same bits). Descriptors are
+synchronisation per step, no per-reader acknowledgements. ``all_reduce`` is pipelined
+(NOTE [Pipelined all_reduce]); messages under 64 KiB take one step in which every rank
+reduces every rank's copy itself (in rank order, so all ranks get the same bits). Descriptors are
 compared after each step: ranks that called different collectives, or the same one with
 different sizes, fail with a message naming both sides. The stores of data then flag rely on
 x86's store ordering (TSO).
+
+NOTE [Pipelined all_reduce]
+A message is cut into pieces (``EMBER_SHM_PIECE_MB``, default 8 MiB, at most a slot's
+n/(n+1)). Step s stages piece s (the chunks the peers reduce; nothing when the tensor lives
+in the heap, where the peers read it in place) and, beside it in the same half, this rank's
+chunk of piece s-1 reduced over the ranks in rank order from what they staged in step s-1;
+after the step's synchronisation every rank copies piece s-1's reduced chunks from the
+peers. So a reduce-scatter and an all-gather take P+1 steps for P pieces rather than 2P, and
+each piece's data is reduced while it is still in cache: at 64 MiB, 8 MiB pieces gave
+2.8-2.9 GB/s against 2.2-2.5 for 32 MiB ones on the 2-core development machine.
 
 NOTE [Waiting for peers]
 A waiting rank spins briefly, then yields the CPU, then sleeps in short naps (a 2-core machine
@@ -57,6 +65,7 @@ _OPS = ["barrier", "all_reduce", "all_reduce(gather)", "broadcast", "reduce", "a
 _OP = {name: i + 1 for i, name in enumerate(_OPS)}
 _ALIGN = 64
 _SMALL = 64 << 10  # all_reduce below this: one step, each rank reduces every rank's copy
+_PIECE_MB = 8  # all_reduce pipelines pieces of this size (EMBER_SHM_PIECE_MB)
 
 
 def _mib_env(name: str, default: int) -> int:
@@ -172,8 +181,13 @@ class ShmProcessGroup(ProcessGroup):
         self.store, self.tag = store, tag
         if rank == 0:
             store.set(f"{tag}/sizes", f"{_mib_env('EMBER_SHM_SLOT_MB', 32)},"
-                      f"{_mib_env('EMBER_SHM_HEAP_MB', 1024)}")
-        self.slot_bytes, heap_bytes = (int(v) for v in store.get(f"{tag}/sizes").split(b","))
+                      f"{_mib_env('EMBER_SHM_HEAP_MB', 1024)},"
+                      f"{_mib_env('EMBER_SHM_PIECE_MB', _PIECE_MB)}")
+        self.slot_bytes, heap_bytes, piece = (int(v) for v in
+                                              store.get(f"{tag}/sizes").split(b","))
+        # a step stages one piece and holds this rank's reduced chunk of the previous one
+        self.piece_bytes = max(_ALIGN, min(piece, self.slot_bytes * size // (size + 1) - _ALIGN)
+                               // _ALIGN * _ALIGN)
         _same_machine(store, tag, rank, size, ranks)
         total = _CTRL + 2 * self.slot_bytes + heap_bytes
         path = os.path.join(_shm_dir(), f"ember-{tag.replace('/', '_')}-{uuid.uuid4().hex}-"
@@ -342,7 +356,7 @@ class ShmProcessGroup(ProcessGroup):
 
     def allreduce(self, arr: np.ndarray, op: ReduceOp) -> None:
         flat = arr.reshape(-1)
-        item, dtype = flat.itemsize, flat.dtype
+        dtype = flat.dtype
         me, n = self._rank, self._size
         nb = flat.nbytes
         if nb <= min(_SMALL, self.slot_bytes):  # one step: every rank reduces everything
@@ -351,33 +365,49 @@ class ShmProcessGroup(ProcessGroup):
             self._commit("all_reduce", nb)
             reduce_into(flat, [self._slot[j][h][:nb].view(dtype) for j in range(n)], op, n)
             return
+        self._allreduce_pieces(flat, op)
+
+    def _allreduce_pieces(self, flat: np.ndarray, op: ReduceOp) -> None:
+        """Reduce-scatter and all-gather, pipelined over pieces (NOTE [Pipelined all_reduce])."""
+        item, dtype = flat.itemsize, flat.dtype
+        me, n = self._rank, self._size
         zero = self._heap_offset(flat)
-        step = self.slot_bytes // item
-        for start in range(0, flat.size, step):
-            seg = flat[start:start + step]
-            m = seg.size
-            bounds = _chunks(m, n)
+        step = max(1, self.piece_bytes // item)
+        red = -(-step * item // _ALIGN) * _ALIGN  # the reduced chunk's place in the slot
+        total = flat.size
+        prev = None
+        for start in range(0, total + step, step):
             h = self._half
-            if zero < 0:  # stage the chunks the peers reduce; this rank reads its own in place
-                mine = self._slot[me][h][:m * item].view(dtype)
-                for j, (lo, hi) in enumerate(bounds):
-                    if j != me:
-                        np.copyto(mine[lo:hi], seg[lo:hi])
-            self._commit("all_reduce", m * item, heapoff=zero + start * item if zero >= 0 else -1)
-            lo, hi = bounds[me]
-            parts = []
-            for j in range(n):
-                if j == me:
-                    parts.append(seg[lo:hi])
-                    continue
-                off = self._ctrl[j][_DESC + 8 * h + 3]
-                src = self._heaps[j][off:off + m * item] if off >= 0 else self._slot[j][h]
-                parts.append(src[lo * item:hi * item].view(dtype))
-            h2 = self._half
-            reduce_into(self._slot[me][h2][lo * item:hi * item].view(dtype), parts, op, n)
-            self._commit("all_reduce(gather)", m * item)
-            for j, (lo, hi) in enumerate(bounds):
-                np.copyto(seg[lo:hi], self._slot[j][h2][lo * item:hi * item].view(dtype))
+            slot = self._slot[me][h]
+            cur = None
+            if start < total:
+                seg = flat[start:start + step]
+                bounds = _chunks(seg.size, n)
+                cur = (start, seg.size, bounds, h)
+                if zero < 0:  # stage the chunks the peers reduce; this rank reads its own
+                    mine = slot[:seg.size * item].view(dtype)
+                    for j, (lo, hi) in enumerate(bounds):
+                        if j != me:
+                            np.copyto(mine[lo:hi], seg[lo:hi])
+            if prev is not None:
+                pstart, pm, pbounds, ph = prev
+                lo, hi = pbounds[me]
+                parts = []
+                for j in range(n):
+                    if j == me:
+                        parts.append(flat[pstart + lo:pstart + hi])
+                        continue
+                    off = self._ctrl[j][_DESC + 8 * ph + 3]
+                    src = self._heaps[j][off:off + pm * item] if off >= 0 else self._slot[j][ph]
+                    parts.append(src[lo * item:hi * item].view(dtype))
+                reduce_into(slot[red:red + (hi - lo) * item].view(dtype), parts, op, n)
+            self._commit("all_reduce", flat.nbytes,
+                         heapoff=zero + start * item if zero >= 0 and cur is not None else -1)
+            if prev is not None:
+                for j, (lo, hi) in enumerate(pbounds):
+                    np.copyto(flat[pstart + lo:pstart + hi],
+                              self._slot[j][h][red:red + (hi - lo) * item].view(dtype))
+            prev = cur
 
     def broadcast(self, arr: np.ndarray, root: int) -> None:
         raw = arr.reshape(-1).view(np.uint8)

@@ -134,7 +134,24 @@ def collectives(r: int, n: int) -> None:
     subgroups(r, n)
     shared(r, n)
     batched_and_objects(r, n)
+    pieces(r, n)
     dist.barrier()
+
+
+def pieces(r: int, n: int) -> None:
+    """An all_reduce over several pipelined pieces and a ragged last one (shm), from ordinary
+    and from shared memory."""
+    pg = dist.GroupMember.WORLD
+    numel = 3 * pg.piece_bytes // 4 + 17 if dist.get_backend() == "shm" else 1 << 20
+    parts = [np.random.default_rng([j, 7]).uniform(-1, 1, numel).astype(np.float32)
+             for j in range(n)]
+    ref, tol = expected(parts, ReduceOp.SUM)
+    for t in (t_of(parts[r]), dist.empty_shared(numel).copy_(t_of(parts[r]))):
+        dist.all_reduce(t)
+        check(t, ref, tol, "all_reduce in pieces")
+    avg = t_of(parts[r])
+    dist.all_reduce(avg, op=ReduceOp.AVG)
+    check(avg, ref / n, tol / n, "all_reduce AVG in pieces")
 
 
 def batched_and_objects(r: int, n: int) -> None:
