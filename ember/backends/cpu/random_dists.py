@@ -160,15 +160,24 @@ def standard_gamma(g, alpha: np.ndarray, tiny: float) -> np.ndarray:
 # -- gamma: d sample / d alpha -----------------------------------------------------------------
 def _gamma_series_grad(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``dx/da`` for ``x < a + 1`` from ``P(a, x) = x^a e^-x / Gamma(a + 1) * sum_n t_n`` with
-    ``t_n = x^n / ((a + 1) ... (a + n))``: ``-(x / a) * sum_n t_n (log x - digamma(a+n+1))``."""
-    t, total, weighted, harmonic = np.ones_like(x), np.ones_like(x), np.zeros_like(x), 0.0
+    ``t_n = x^n / ((a + 1) ... (a + n))``: ``-(x / a) * sum_n t_n (log x - digamma(a+n+1))``.
+    Elements retire (in batches) once their terms fall below float64 resolution."""
+    total, weighted = np.ones_like(x), np.zeros_like(x)
+    live = np.arange(x.size)
+    state = [np.ones_like(x), np.zeros_like(x), x, a, total.copy(), weighted.copy()]
     for n in range(1, _MAX_ITERATIONS):
-        t = t * x / (a + n)
-        harmonic = harmonic + 1.0 / (a + n)
-        total += t
-        weighted += t * harmonic
-        if np.all(t * (1.0 + harmonic) <= 1e-17 * total):
-            break
+        t, harmonic, xl, al, tot, wsum = state
+        t *= xl / (al + n)
+        harmonic += 1.0 / (al + n)
+        tot += t
+        wsum += t * harmonic
+        going = t * (1.0 + harmonic) > 1e-16 * tot
+        done = int(going.size - np.count_nonzero(going))
+        if done == going.size or done * 4 >= going.size:
+            total[live], weighted[live] = tot, wsum
+            live, state = live[going], [v[going] for v in state]
+            if not live.size:
+                break
     with np.errstate(divide="ignore", invalid="ignore"):
         return -(x / a) * (total * (np.log(x) - digamma64(a + 1.0)) - weighted)
 
