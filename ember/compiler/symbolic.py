@@ -41,7 +41,13 @@ from ember.compiler.concrete import NULL, Frame, push_method_pair
 from ember.compiler.config import config
 from ember.compiler.graph import Graph
 from ember.compiler.meta import MetaUnsupported, map_args, to_meta
-from ember.compiler.shapes import ShapeEnv, marked_dynamic_dims, repair_shapes, symbolic_meta
+from ember.compiler.shapes import (
+    ShapeEnv,
+    SymInt,
+    marked_dynamic_dims,
+    repair_shapes,
+    symbolic_meta,
+)
 from ember.compiler.sources import attr_source, global_source, item_source
 from ember.compiler.tracing import RecordingMode
 from ember.core.device import CPU, META
@@ -833,6 +839,11 @@ class Capture:
             return None
         if func is len and args:
             _truth_guard(self, args[0])
+            if isinstance(args[0], Tensor) and args[0]._shape and \
+                    isinstance(args[0]._shape[0], SymInt) and not kwargs:
+                return args[0]._shape[0]        # len() would drop the symbol
+        if func is range and any(isinstance(a, SymInt) for a in args):
+            args = _static_range_args(args)
         if func is vars or (func is super and not args):
             raise GraphBreak(f"call to builtin {func.__name__} without arguments")
         for a in args:
@@ -1048,6 +1059,8 @@ def _get_iter(cap: Capture, fr: Frame, ins):
     v = fr.S[-1]
     if not _iterable_ok(cap, v):
         raise GraphBreak(f"iteration over {type(v).__name__} cannot be unrolled")
+    if isinstance(v, Tensor) and v._shape and isinstance(v._shape[0], SymInt):
+        _static_range_args((v._shape[0],))     # one iteration per row: unrolled
     src = cap.source(v)
     if src is not None and _is_indexed_module_container(v):
         # ModuleList / Sequential: the children keep sources (guards, lifted parameters)
@@ -1107,6 +1120,23 @@ def _call(cap: Capture, fr: Frame, ins):
 @_s("CALL_FUNCTION_EX")
 def _call_ex(cap: Capture, fr: Frame, ins):
     return concrete.HANDLERS["CALL_FUNCTION_EX"](fr, ins)
+
+
+def _static_range_args(args) -> tuple:
+    """``range(n)`` over a dynamic size (or iterating a tensor over a dynamic first dim)
+    unrolls the loop ``n`` times: each symbolic bound becomes its value, guarded equal, so
+    another size recompiles (the capture is redone with static shapes) instead of reusing a
+    graph unrolled for this one."""
+    from ember.compiler import logs
+
+    out = []
+    for a in args:
+        if isinstance(a, SymInt):
+            logs.log("dynamic", f"a loop over the dynamic size {a.expr} = {int(a)} is "
+                                "unrolled: specialised (static shapes for this graph)")
+            a = a._specialize()
+        out.append(a)
+    return tuple(out)
 
 
 def _truth_guard(cap: Capture, v) -> None:

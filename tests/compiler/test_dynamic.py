@@ -149,3 +149,45 @@ def test_symint_arithmetic_and_guards():
     assert env.guards == ["s0 > 5"]
     assert float(s) == 6.0 and "s0 == 6" in env.guards
     assert env.holds([6]) and not env.holds([5])
+
+
+def _sum_rows_range(x):
+    out = x[0] * 0
+    for i in range(x.shape[0]):
+        out = out + x[i]
+    return out
+
+
+def _sum_rows_len(x):
+    out = x[0] * 0
+    for i in range(1, len(x), 2):
+        out = out + x[i] * i
+    return out
+
+
+def _sum_rows_iter(x):
+    out = x[0] * 0
+    for r in x:
+        out = out + r
+    return out
+
+
+@pytest.mark.parametrize("fn", [_sum_rows_range, _sum_rows_len, _sum_rows_iter])
+def test_loop_over_a_dynamic_size_is_guarded(fn, capsys):
+    """A loop unrolled over a dynamic size (``range(s)``, ``range(1, len(x), 2)``, iterating
+    a tensor) specialises that size with a guard: another size recompiles (logged under
+    EMBER_LOGS=dynamic) and every result equals eager, never a graph unrolled for another
+    size."""
+    from ember.compiler import logs
+
+    cf = ember.compile(fn, dynamic=True, backend="numpy")
+    before = logs.enabled_logs()
+    logs.set_logs("dynamic")
+    try:
+        for n in (4, 6, 3, 6, 4):
+            x = ember.randn(n, 3)
+            assert_close(cf(x), fn(x), rtol=1e-6, atol=1e-6)
+    finally:
+        logs.set_logs(*before)
+    assert _compiles(cf) == 3           # 4, 6 and 3; the repeats hit their entries
+    assert "is unrolled: specialised" in capsys.readouterr().err
