@@ -46,23 +46,34 @@ def _exp_square(x):
     return np.exp(hi) * (1.0 + lo)
 
 
+def _laplace_fraction(x, levels: int):
+    """1 / (sqrt(pi) (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))) to ``levels`` levels."""
+    f = x.copy()
+    for k in range(levels, 0, -1):
+        f = x + (0.5 * k) / f
+    return 1.0 / (_SQRT_PI * f)
+
+
+# (lower end of the range, levels): the fraction's error falls like exp(-2 x sqrt(2 levels))
+_FRACTION_LEVELS = ((1.0, 200), (2.0, 64), (4.0, 24))
+
+
 def _erfcx_pos(x):
     """erfcx on x >= 0: exp(x^2) erfc(x) below 1, Laplace's continued fraction above
-    (DLMF 7.9.2; 200 levels converge to rounding for x >= 1)."""
+    (DLMF 7.9.2), with as many levels as the argument needs for float64 rounding."""
     out = np.empty_like(x)
     small = x < 1.0
     if small.any():
         xs = x[small]
         out[small] = _exp_square(xs) * erfc64(xs)
-    big = ~small
-    if big.any():
-        xb = x[big]
-        finite = np.isfinite(xb)
-        xf = np.where(finite, xb, 1.0)
-        f = xf.copy()
-        for k in range(200, 0, -1):
-            f = xf + (0.5 * k) / f
-        out[big] = np.where(finite, 1.0 / (_SQRT_PI * f), np.where(np.isnan(xb), xb, 0.0))
+    finite = np.isfinite(x)
+    bounds = [b for b, _ in _FRACTION_LEVELS[1:]] + [np.inf]
+    for (low, levels), high in zip(_FRACTION_LEVELS, bounds):
+        part = (x >= low) & (x < high) & finite
+        if part.any():
+            out[part] = _laplace_fraction(x[part], levels)
+    out[x == np.inf] = 0.0
+    out[np.isnan(x)] = np.nan
     return out
 
 
@@ -78,29 +89,30 @@ def erfcx(x):
 
 
 # -- ndtri ------------------------------------------------------------------------------------
-def _log_ndtr_neg(x):
-    """log(ndtr(x)) for x <= ~0 through erfcx: ``log(erfcx(-x/sqrt2)/2) - x^2/2``."""
-    return np.log(0.5 * erfcx(-x / math.sqrt(2.0))) - 0.5 * x * x
-
-
 def ndtri(p):
     """Inverse of the standard normal CDF: ``sqrt(2) erfinv(2p - 1)`` in the centre; in the
     tails A&S 26.2.23's starting value, then Newton steps on ``log ndtr`` (accurate down to
     the smallest subnormal probability)."""
-    lower = np.where(p > 0.5, 1.0 - p, p)  # exact for p in [0.5, 1]
-    inside = (lower > 0) & (lower <= 0.5)
-    q = np.where(inside, lower, 0.25)
-    t = np.sqrt(-2.0 * np.log(q))
-    x = -(t - (2.515517 + t * (0.802853 + t * 0.010328))
-          / (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
-    target = np.log(q)
-    for _ in range(5):
-        ratio = math.sqrt(2.0 / math.pi) / erfcx(-x / math.sqrt(2.0))  # phi(x) / ndtr(x)
-        x = x - (_log_ndtr_neg(x) - target) / ratio
-    x = np.where(inside, x, np.where(lower == 0, -np.inf, np.nan))
-    x = np.where(p > 0.5, -x, x)
+    out = np.full_like(p, np.nan)
     central = (p >= 0.25) & (p <= 0.75)  # 2p - 1 is exact there; no log-space cancellation
-    return np.where(central, math.sqrt(2.0) * erfinv64(2.0 * p - 1.0), x)
+    if central.any():
+        out[central] = math.sqrt(2.0) * erfinv64(2.0 * p[central] - 1.0)
+    lower = np.where(p > 0.5, 1.0 - p, p)  # exact for p in [0.5, 1]
+    tail = ~central & (lower > 0) & (lower < 0.5)
+    if tail.any():
+        q = lower[tail]
+        t = np.sqrt(-2.0 * np.log(q))
+        x = -(t - (2.515517 + t * (0.802853 + t * 0.010328))
+              / (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
+        target = np.log(q)
+        for _ in range(4):
+            scaled = erfcx(-x / math.sqrt(2.0))
+            log_ndtr = np.log(0.5 * scaled) - 0.5 * x * x
+            x = x - (log_ndtr - target) * scaled / math.sqrt(2.0 / math.pi)
+        out[tail] = np.where(p[tail] > 0.5, -x, x)
+    out[p == 0] = -np.inf
+    out[p == 1] = np.inf
+    return out
 
 
 # -- modified Bessel I and K ------------------------------------------------------------------
@@ -473,7 +485,8 @@ _EM_DIVISORS = tuple(float(math.factorial(2 * k + 2) / b) for k, b in enumerate(
 
 def zeta(x, q):
     """Hurwitz zeta ``sum_k (k + q)^-x`` by Euler-Maclaurin summation (DLMF 25.11.5ff):
-    terms up to ``q + m > 9`` (at least 9), then 12 Bernoulli corrections. inf at x = 1 and
+    terms until ``q + m > 9`` (at least 9), then up to 12 Bernoulli corrections, stopping
+    once a term falls below 2^-53 of the sum, as torch's (Cephes') kernel. inf at x = 1 and
     at the poles q = 0, -1, ...; NaN for x < 1 and for q < 0 with non-integer x."""
     x, q = np.broadcast_arrays(x, q)
     x, q = x.astype(np.float64), q.astype(np.float64)
@@ -481,34 +494,39 @@ def zeta(x, q):
     q_pole = (q <= 0) & (q == np.floor(q))
     pole = (x == 1.0) | (~(x < 1.0) & q_pole)
     domain = ~(x == 1.0) & ((x < 1.0) | (~q_pole & (q <= 0) & (x != np.floor(x))))
-    ok = ~pole & ~domain & ~np.isnan(x) & ~np.isnan(q)
+    ok = ~pole & ~domain
     xs = np.where(ok, x, 2.0)
     qs = np.where(ok, q, 1.0)
-    steps = np.maximum(9, np.floor(9.0 - qs) + 1).astype(np.int64)
-    steps = np.where(np.isfinite(qs), steps, 9)
+    finite_q = np.where(np.isfinite(qs), qs, 9.5)
+    steps = np.maximum(9, np.floor(9.0 - finite_q) + 1).astype(np.int64)
+    eps = 2.0 ** -53
     with np.errstate(all="ignore"):
         total = np.power(qs, -xs)
+        done = np.zeros(total.shape, dtype=bool)
         a = qs.copy()
+        b = np.zeros_like(total)
         for m in range(1, int(steps.max(initial=9)) + 1):
-            live = m <= steps
+            live = (m <= steps) & ~done
             a = np.where(live, a + 1.0, a)
-            total += np.where(live, np.power(a, -xs), 0.0)
+            b = np.where(live, np.power(a, -xs), b)
+            total = np.where(live, total + b, total)
+            done |= live & (np.abs(b / total) < eps)
+        summed = done.copy()  # converged within the direct terms: no correction at all
         w = a
-        b = np.power(w, -xs)
-        total += b * w / (xs - 1.0) - 0.5 * b
+        tail = total + b * w / (xs - 1.0) - 0.5 * b
         rising = np.ones_like(xs)
         k = 0.0
         for divisor in _EM_DIVISORS:
             rising = rising * (xs + k)
             b = b / w
-            total += rising * b / divisor
+            term = rising * b / divisor
+            tail = np.where(done, tail, tail + term)
+            done |= np.abs(term / tail) < eps
             k += 1.0
             rising = rising * (xs + k)
             b = b / w
             k += 1.0
-        huge = qs > 1e8
-        total = np.where(huge, (1.0 / (xs - 1.0) + 0.5 / qs) * np.power(qs, 1.0 - xs), total)
-    total = np.where(np.isinf(q), np.nan, total)
+        total = np.where(summed, total, tail)
     return np.where(ok, total, np.where(pole, np.inf, np.nan))
 
 
