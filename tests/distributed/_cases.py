@@ -374,26 +374,23 @@ def die(r: int, n: int) -> None:
     raise AssertionError("the collective did not fail")
 
 
-def wait_timeout(r: int, n: int) -> None:
-    """Rank 0's ``Work.wait(timeout)`` gives up while rank 1 is late; a plain wait succeeds."""
-    if r == 1:
-        time.sleep(1.5)
+def late(r: int, n: int) -> None:
+    """Ranks 1.. are late: rank 0's ``Work.wait(timeout)`` gives up (a plain wait then
+    succeeds) and its monitored barriers name them; then everyone passes one."""
     x = ember.ones(3)
+    if r:
+        time.sleep(1.0)
     work = dist.all_reduce(x, async_op=True)
     if r == 0:
         start = time.monotonic()
         try:
             work.wait(timeout=datetime.timedelta(seconds=0.2))
-            raise AssertionError("wait(timeout) returned while rank 1 had not joined")
+            raise AssertionError("wait(timeout) returned while the other ranks had not joined")
         except dist.DistBackendError as e:
             took = time.monotonic() - start
-            assert "Operation timed out!" in str(e) and 0.2 <= took < 1.2, (took, e)
+            assert "Operation timed out!" in str(e) and 0.19 <= took < 5, (took, e)
     assert work.wait() and x.tolist() == [float(n)] * 3
     assert work.wait(timeout=datetime.timedelta(seconds=0.2))  # finished: returns at once
-
-
-def monitored(r: int, n: int) -> None:
-    """Ranks 1.. are late for rank 0's monitored barriers, which name them."""
     for wait_all in (True, False):
         if r == 0:
             try:
@@ -403,7 +400,7 @@ def monitored(r: int, n: int) -> None:
             except dist.DistBackendError as e:
                 print(f"MONITORED {wait_all} {e}")
         else:
-            time.sleep(1.0)
+            time.sleep(0.7)
         dist.barrier()
     dist.monitored_barrier(timeout=datetime.timedelta(seconds=30), wait_all_ranks=True)
 
@@ -425,7 +422,7 @@ def detail_log(r: int, n: int) -> None:
 
 
 SCENARIOS = {f.__name__: f for f in (collectives, env, exit_code, signals, die, mismatch,
-                                     detail_log, wait_timeout, monitored)}
+                                     detail_log, late)}
 NO_GROUP = {"env", "exit_code", "signals"}
 
 

@@ -155,16 +155,6 @@ def test_mpi_a_hanging_rank_times_out_the_others():
         out[-3000:]
 
 
-@pytest.mark.parametrize("backend", ["shm", pytest.param("mpi", marks=_NEEDS_MPI)])
-def test_work_wait_honours_its_timeout(backend):
-    if backend == "mpi":
-        results = _spawn.mpi_ranks(2, ["wait_timeout"], timeout=60)
-    else:
-        results = _spawn.ranks(2, ["wait_timeout"], timeout=60)
-    for code, out in results:
-        assert code == 0 and out.rstrip().endswith("OK"), out[-3000:]
-
-
 @_NEEDS_MPI
 def test_mpi_mismatches_are_named():
     (code, out), = _spawn.mpi_ranks(2, ["mismatch", "shape"],
@@ -174,10 +164,10 @@ def test_mpi_mismatches_are_named():
 
 
 @pytest.mark.parametrize("backend", ["shm", pytest.param("mpi", marks=_NEEDS_MPI)])
-def test_monitored_barrier_names_the_ranks_that_did_not_arrive(backend):
+def test_late_ranks_work_wait_timeout_and_monitored_barrier_naming_them(backend):
     n = 3 if backend == "shm" else 2
-    results = (_spawn.ranks(n, ["monitored"], timeout=60) if backend == "shm" else
-               _spawn.mpi_ranks(n, ["monitored"], timeout=60))
+    results = (_spawn.ranks(n, ["late"], timeout=60) if backend == "shm" else
+               _spawn.mpi_ranks(n, ["late"], timeout=60))
     for code, out in results:
         assert code == 0 and out.rstrip().endswith("OK"), out[-3000:]
     out = results[0][1]
