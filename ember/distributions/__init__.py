@@ -12,6 +12,7 @@ from ember.distributions.distribution import Distribution
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.exponential import Exponential
 from ember.distributions.fishersnedecor import FisherSnedecor
+from ember.distributions.generalized_pareto import GeneralizedPareto
 from ember.distributions.gumbel import Gumbel
 from ember.distributions.half_cauchy import HalfCauchy
 from ember.distributions.half_normal import HalfNormal
@@ -35,7 +36,8 @@ from ember.distributions.weibull import Weibull
 from ember.distributions.kl import kl_divergence, register_kl  # isort: skip
 
 __all__ = ["Cauchy", "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor",
-           "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
+           "GeneralizedPareto", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace",
+           "LogNormal",
            "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
            "MultivariateNormal", "Normal",
            "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
