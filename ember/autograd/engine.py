@@ -221,6 +221,8 @@ def _validate(node: Node, grads) -> list:
             if g._shape != shape:
                 g = _sum_to(g, shape, node, i)
             if g._dtype is not dtype:
+                if g._dtype.is_complex and not dtype.is_complex:
+                    g = g.real  # a real input of a complex computation: torch's handle_r_to_c
                 g = g.to(dtype)
             out.append(g)
         else:
@@ -360,6 +362,8 @@ def _detach(t: Tensor) -> Tensor:
                       version=t._ver)  # what the detach op builds
     out._is_inference = t._is_inference
     out._arr = t._arr  # same memory and geometry: the cached NumPy view stays valid
+    if t._is_conj:
+        out._is_conj = True
     return out
 
 

@@ -3,7 +3,15 @@
 The numerical Jacobian is a central difference ``(f(x + eps e_i) - f(x - eps e_i)) / 2 eps``
 per input element; the analytical one is one vector-Jacobian product per output element.
 They must agree within ``atol + rtol * |numerical|`` (PyTorch's defaults: eps 1e-6,
-atol 1e-5, rtol 1e-3; inputs should be float64).
+atol 1e-5, rtol 1e-3; inputs should be float64 or complex128).
+
+NOTE [Complex gradcheck]
+A complex input counts as two real inputs (its real and imaginary parts, each perturbed by
+``eps`` and ``1j * eps``) and a complex output as two real outputs. In torch's convention the
+gradient that backward returns for a grad_output of ``1`` (``1j``) at an output is
+``dL/dx + 1j dL/dy`` of ``L`` = its real (imaginary) part: so the analytical Jacobian's
+columns come from backward with ``1`` and ``1j``, and its rows from the real and imaginary
+parts of each input gradient. Both Jacobians are real and are compared entry by entry.
 """
 
 from __future__ import annotations
@@ -41,35 +49,52 @@ def _outputs(func, inputs):
     return tuple(o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor))
 
 
+def _parts(t: Tensor) -> tuple:
+    """The directions of one element: ``(1,)`` for a real tensor, ``(1, 1j)`` for complex."""
+    return (1, 1j) if t.dtype.is_complex else (1,)
+
+
+def _real_components(t: Tensor) -> np.ndarray:
+    """``t``'s values as float64, each complex element as its (real, imag) pair."""
+    a = np.asarray(t.detach().resolve_conj().numpy()).reshape(-1)
+    if np.iscomplexobj(a):
+        return np.stack([a.real, a.imag], -1).reshape(-1).astype(np.float64)
+    return a.astype(np.float64)
+
+
 def _numerical_jacobian(func, inputs, out_index, in_index, eps):
     x = inputs[in_index]
-    out_numel = _outputs(func, inputs)[out_index].numel()
-    jac = np.zeros((x.numel(), out_numel))
+    out = _outputs(func, inputs)[out_index]
+    parts = _parts(x)
+    jac = np.zeros((x.numel() * len(parts), out.numel() * len(_parts(out))))
     target = x.detach()  # shares x's memory: writes perturb the real input
     shape = tuple(x.shape)
     with no_grad():
         for i in range(x.numel()):
             idx = tuple(int(k) for k in np.unravel_index(i, shape)) if shape else ()
             orig = target[idx].item()
-            target[idx] = orig + eps
-            plus = _outputs(func, inputs)[out_index].detach().double().reshape(-1).numpy().copy()
-            target[idx] = orig - eps
-            minus = _outputs(func, inputs)[out_index].detach().double().reshape(-1).numpy().copy()
-            target[idx] = orig
-            jac[i] = (plus - minus) / (2 * eps)
+            for k, part in enumerate(parts):
+                target[idx] = orig + part * eps
+                plus = _real_components(_outputs(func, inputs)[out_index])
+                target[idx] = orig - part * eps
+                minus = _real_components(_outputs(func, inputs)[out_index])
+                target[idx] = orig
+                jac[i * len(parts) + k] = (plus - minus) / (2 * eps)
     return jac
 
 
 def _analytical_jacobian(func, inputs, out_index, in_index):
     x = inputs[in_index]
     out = _outputs(func, inputs)[out_index]
-    jac = np.zeros((x.numel(), out.numel()))
+    parts = _parts(out)
+    jac = np.zeros((x.numel() * len(_parts(x)), out.numel() * len(parts)))
     for j in range(out.numel()):
-        g = aten("zeros_like")(out)
-        g.view(-1)[j] = 1.0
-        (gi,) = autograd_grad(out, (x,), g, retain_graph=True, allow_unused=True)
-        if gi is not None:
-            jac[:, j] = gi.detach().double().reshape(-1).numpy()
+        for k, part in enumerate(parts):
+            g = aten("zeros_like")(out)
+            g.view(-1)[j] = part
+            (gi,) = autograd_grad(out, (x,), g, retain_graph=True, allow_unused=True)
+            if gi is not None:
+                jac[:, j * len(parts) + k] = _real_components(gi)
     return jac
 
 
@@ -84,9 +109,15 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
         True when every (output, input) Jacobian pair agrees; otherwise raises
         ``GradcheckError`` (or returns False with ``raise_exception=False``).
 
+    Complex inputs and outputs are checked as pairs of real ones, by torch's convention
+    (NOTE [Complex gradcheck]).
+
     Example:
         >>> x = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
         >>> ember.autograd.gradcheck(lambda t: (t * t).sin(), (x,))
+        True
+        >>> z = ember.tensor([1 + 2j, -0.5j], dtype=ember.complex128, requires_grad=True)
+        >>> ember.autograd.gradcheck(lambda t: (t * t.conj() + t).exp(), (z,))
         True
     """
     inputs = _as_tuple(inputs)
@@ -95,7 +126,7 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
                          "none of the them have requires_grad=True.")
     for i in diff:
-        if inputs[i].dtype.name != "float64":
+        if inputs[i].dtype.name not in ("float64", "complex128"):
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
                           "point or complex. This check will likely fail if all the inputs are "
                           "not of double precision floating point or complex. ", stacklevel=2)

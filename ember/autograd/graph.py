@@ -319,12 +319,16 @@ def _type_name(t: Tensor) -> str:
 def _without_history(t: Tensor) -> Tensor:
     out = make_tensor(t._storage, t._shape, t._stride, t._offset, t._dtype, t._device,
                       base=t._base, version=t._ver)
+    if t._is_conj:  # NOTE [The conjugation bit] in ember/tensor/tensor.py
+        out._is_conj = True
     return out
 
 
 def _with_history(t: Tensor, node: Node, output_nr: int) -> Tensor:
     out = make_tensor(t._storage, t._shape, t._stride, t._offset, t._dtype, t._device,
                       base=t._base, version=t._ver)
+    if t._is_conj:
+        out._is_conj = True
     out.grad_fn = node
     out._output_nr = output_nr
     return out

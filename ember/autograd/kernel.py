@@ -563,7 +563,7 @@ def _record(op, ks: int, args, kwargs):
         return _mark_outputs(out, node, inplace, self_t, save_result, which)
     node._num_outputs = 1
     node._out_meta = ((out._shape, out._dtype),)
-    if out._dtype.category == _FLOATING:  # mark_requires_grad(out, node, 0), inlined
+    if out._dtype.category >= _FLOATING:  # mark_requires_grad(out, node, 0), inlined
         out.grad_fn = node
         out._output_nr = 0
         out._ver.keys |= 1 << AUTOGRAD_KEY_OF_DEVICE[out._device.type]
@@ -580,7 +580,7 @@ def _mark_outputs(out, node, inplace: bool, self_t, save_result: bool, which):
         node._out_meta = ((out._shape, out._dtype),)
         if inplace:
             _rebase_history(self_t, node)
-        elif out._dtype.category == _FLOATING:  # mark_requires_grad(out, node, 0), inlined
+        elif out._dtype.category >= _FLOATING:  # mark_requires_grad(out, node, 0), inlined
             out.grad_fn = node
             out._output_nr = 0
             out._ver.keys |= 1 << AUTOGRAD_KEY_OF_DEVICE[out._device.type]
@@ -617,7 +617,7 @@ class CopySlices(Node):
     of the base's new history", so later uses of the view flow into CopySlices too.
     """
 
-    __slots__ = ("fn", "geometry", "base_stride")
+    __slots__ = ("fn", "geometry", "base_stride", "conj")
 
     def apply(self, grads: tuple) -> tuple:
         (grad,) = grads
@@ -627,10 +627,11 @@ class CopySlices(Node):
                                        device=grad._device).copy_(grad)
         shape, stride, offset = self.geometry
         region = result.as_strided(shape, stride, offset)
-        res = self.fn.apply((region.clone(),))
+        # a conjugated view: its gradient is the conjugate of its region's, and back
+        res = self.fn.apply((region.clone().conj() if self.conj else region.clone(),))
         res = list(res)
         if res and res[0] is not None:
-            region.copy_(res[0])
+            region.copy_(res[0].conj() if self.conj else res[0])
         else:
             region.fill_(0)
         return (result, *res[1:])
@@ -643,14 +644,14 @@ class CopySlices(Node):
 class ViewOfBaseBackward(Node):
     """History of a view whose base was rebased: its gradient lands in the base's region."""
 
-    __slots__ = ("geometry", "base_meta", "base_stride")
+    __slots__ = ("geometry", "base_meta", "base_stride", "conj")
 
     def apply(self, grads: tuple) -> tuple:
         (grad,) = grads
         shape, dtype = self.base_meta
         out = aten("empty_strided")(shape, self.base_stride, dtype=dtype,
                                     device=grad._device).zero_()
-        out.as_strided(*self.geometry).copy_(grad)
+        out.as_strided(*self.geometry).copy_(grad.conj() if self.conj else grad)
         return (out,)
 
 
@@ -666,6 +667,7 @@ def _rebase_history(t: Tensor, node: Node) -> None:
     cs.fn = node
     cs.geometry = geometry
     cs.base_stride = base._stride
+    cs.conj = t._is_conj
     base_edge = gradient_edge(base) or (None, 0)
     cs.next_functions = (base_edge, *node.next_functions[1:])
     cs._in_meta = ((base._shape, base._dtype), *node._in_meta[1:])
@@ -674,6 +676,7 @@ def _rebase_history(t: Tensor, node: Node) -> None:
     view_node.geometry = geometry
     view_node.base_meta = (base._shape, base._dtype)
     view_node.base_stride = base._stride
+    view_node.conj = t._is_conj
     view_node.next_functions = ((cs, 0),)
     view_node._in_meta = ((base._shape, base._dtype),)
     mark_requires_grad(t, view_node, 0)
@@ -719,11 +722,30 @@ def _not_implemented_fallback(op, ks: int, *args, **kwargs):
 
 def _inplace_or_view_kernel(op, ks: int, *args, **kwargs):
     self_t = args[0] if args else None
-    if isinstance(self_t, Tensor) and self_t._is_inference:
-        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
-                           "allowed.You can make a clone to get a normal tensor before doing "
-                           "inplace update.")
+    if isinstance(self_t, Tensor):
+        if self_t._is_inference:
+            raise RuntimeError("Inplace update to inference tensor outside InferenceMode is "
+                               "not allowed.You can make a clone to get a normal tensor before "
+                               "doing inplace update.")
+        if self_t._is_conj:
+            return _inplace_into_conjugated(op, ks, self_t, args, kwargs)
     return op.lookup(ks)(*args, **kwargs)
+
+
+def _inplace_into_conjugated(op, ks: int, self_t: Tensor, args, kwargs):
+    """An in-place op on a conjugated view (NOTE [The conjugation bit] in ember/tensor/tensor.py)
+    runs on a scratch copy of its values; the conjugates of the result are then stored, so the
+    view reads the result and its base changes as torch's does."""
+    from ember.tensor import empty_tensor, numpy_view, physical_view
+    if self_t._device.type == "meta":
+        return op.lookup(ks)(*args, **kwargs)
+    scratch = empty_tensor(self_t._shape, self_t._dtype)
+    numpy_view(scratch)[...] = numpy_view(self_t)
+    op.lookup(ks)(scratch, *args[1:], **kwargs)
+    dst = physical_view(self_t)
+    dst[...] = numpy_view(scratch).conj()
+    self_t._ver.value += 1
+    return self_t
 
 
 def install_autograd_fallback() -> None:

@@ -10,7 +10,7 @@ from ember.tensor import Tensor
 
 __all__ = ["result_type", "Promotion", "promoted_dtype", "broadcast_args_shape", "is_scalar"]
 
-_SCALAR_TYPES = (bool, int, float)
+_SCALAR_TYPES = (bool, int, float, complex)
 
 
 def is_scalar(x) -> bool:
@@ -57,11 +57,11 @@ def promoted_dtype(kind: Promotion, *args) -> tuple[dt.DType, dt.DType]:
     common = result_type(*args)
     if kind is Promotion.DEFAULT:
         return common, common
-    if kind is Promotion.INT_TO_FLOAT and not common.is_floating_point:
+    if kind is Promotion.INT_TO_FLOAT and common.category < dt.FLOATING:
         common = dt.get_default_dtype()
     if kind is Promotion.ALWAYS_BOOL:
         return common, dt.bool_
-    if kind is Promotion.BOOL_TO_LONG and common.category != dt.FLOATING:
+    if kind is Promotion.BOOL_TO_LONG and common.category < dt.FLOATING:
         return dt.int64, dt.int64
     return common, common
 

@@ -226,7 +226,7 @@ def _trim(value: Tensor, ndim: int) -> Tensor:
 
 
 def _check_value(self: Tensor, value):
-    if isinstance(value, bool | int | float) or hasattr(value, "__float__"):
+    if isinstance(value, bool | int | float | complex) or hasattr(value, "__float__"):
         return value
     raise TypeError(f"can't assign a {type(value).__name__} to a Tensor of dtype {self._dtype}")
 

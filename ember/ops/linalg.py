@@ -278,6 +278,11 @@ def _column_major(shape: tuple, stride: tuple) -> bool:
     return stride[0] == 1 and stride[1] == shape[0]
 
 
+def _cj(t: Tensor) -> Tensor:
+    """The conjugate of a complex tensor, else ``t`` (NOTE [Complex gradients])."""
+    return t.conj() if t._dtype.is_complex else t
+
+
 def mm_mat1_grad(grad: Tensor, mat2: Tensor, shape: tuple, stride: tuple) -> Tensor:
     """``grad @ mat2^T``, laid out like ``mat1`` (``shape``/``stride``) when that is
     column-major (NOTE [mm gradient layout])."""
@@ -298,8 +303,10 @@ def mm_mat2_grad(grad: Tensor, mat1: Tensor, shape: tuple, stride: tuple) -> Ten
 def _matmul_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad
     a_shape, b_shape = ctx.shape_of("input"), ctx.shape_of("other")
-    a = ctx.input if need_b else None  # each operand is saved only for the other's gradient
-    b = ctx.other if need_a else None
+    # each operand is saved only for the other's gradient; conjugated for complex operands
+    # (NOTE [Complex gradients] in ember/ops/pointwise.py: the rules are linear in them)
+    a = _cj(ctx.input) if need_b else None
+    b = _cj(ctx.other) if need_a else None
     if len(a_shape) == 1 and len(b_shape) == 1:
         return grad * b if need_a else None, grad * a if need_b else None
     # Promote 1-d operands to matrices (a row on the left, a column on the right) and put
@@ -369,9 +376,9 @@ def mm(input, mat2, *, out=None):
 @derivative(mm, save={"input": "mat2", "mat2": "input"}, strides=("input", "mat2"))
 def _mm_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad
-    return (mm_mat1_grad(grad, ctx.mat2, ctx.shape_of("input"), ctx.stride_of("input"))
+    return (mm_mat1_grad(grad, _cj(ctx.mat2), ctx.shape_of("input"), ctx.stride_of("input"))
             if need_a else None,
-            mm_mat2_grad(grad, ctx.input, ctx.shape_of("mat2"), ctx.stride_of("mat2"))
+            mm_mat2_grad(grad, _cj(ctx.input), ctx.shape_of("mat2"), ctx.stride_of("mat2"))
             if need_b else None)
 
 
@@ -402,8 +409,8 @@ def bmm(input, mat2, *, out=None):
 @derivative(bmm, save={"input": "mat2", "mat2": "input"})
 def _bmm_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad
-    return (bmm(grad, ctx.mat2.mT) if need_a else None,
-            bmm(ctx.input.mT, grad) if need_b else None)
+    return (bmm(grad, _cj(ctx.mat2).mT) if need_a else None,
+            bmm(_cj(ctx.input).mT, grad) if need_b else None)
 
 
 def _mv_shape(inp: Tensor | None, mat: Tensor, vec: Tensor) -> tuple:
@@ -444,8 +451,8 @@ def mv(input, vec, *, out=None):
 @derivative(mv, save={"input": "vec", "vec": "input"})
 def _mv_backward(ctx, grad):
     need_a, need_v = ctx.needs_input_grad
-    return (outer(grad, ctx.vec) if need_a else None,
-            mv(ctx.input.mT, grad) if need_v else None)
+    return (outer(grad, _cj(ctx.vec)) if need_a else None,
+            mv(_cj(ctx.input).mT, grad) if need_v else None)
 
 
 @operator("dot(Tensor self, Tensor tensor, *, Tensor(a!)? out=None) -> Tensor")
@@ -463,7 +470,8 @@ def dot(input, tensor, *, out=None):
 @derivative(dot, save={"input": "tensor", "tensor": "input"})
 def _dot_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad
-    return (grad * ctx.tensor if need_a else None, grad * ctx.input if need_b else None)
+    return (grad * _cj(ctx.tensor) if need_a else None,
+            grad * _cj(ctx.input) if need_b else None)
 
 
 @operator("vdot(Tensor self, Tensor other, *, Tensor(a!)? out=None) -> Tensor")
@@ -481,7 +489,8 @@ def vdot(input, other, *, out=None):
 @derivative(vdot, save={"input": "other", "other": "input"})
 def _vdot_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad
-    return (grad * ctx.other if need_a else None, grad * ctx.input if need_b else None)
+    # torch: d/dself = conj(grad) * other, d/dother = grad * self
+    return (_cj(grad) * ctx.other if need_a else None, grad * ctx.input if need_b else None)
 
 
 @operator("outer(Tensor self, Tensor vec2, *, Tensor(a!)? out=None) -> Tensor")
@@ -504,8 +513,8 @@ def outer(input, vec2, *, out=None):
 @derivative(outer, save={"input": "vec2", "vec2": "input"})
 def _outer_backward(ctx, grad):
     need_a, need_b = ctx.needs_input_grad  # operands may have other dtypes than grad
-    return (mv(grad, ctx.vec2.to(grad.dtype)) if need_a else None,
-            mv(grad.mT, ctx.input.to(grad.dtype)) if need_b else None)
+    return (mv(grad, _cj(ctx.vec2).to(grad.dtype)) if need_a else None,
+            mv(grad.mT, _cj(ctx.input).to(grad.dtype)) if need_b else None)
 
 
 @composite("ger(Tensor self, Tensor vec2) -> Tensor")
@@ -636,31 +645,31 @@ def _fused_input_grad(ctx, grad):
 def _addmm_backward(ctx, grad):
     _, need_a, need_b = ctx.needs_input_grad
     return (_fused_input_grad(ctx, grad),
-            _scale(mm_mat1_grad(grad, ctx.b, ctx.shape_of("a"), ctx.stride_of("a")), ctx.alpha)
-            if need_a else None,
-            _scale(mm_mat2_grad(grad, ctx.a, ctx.shape_of("b"), ctx.stride_of("b")), ctx.alpha)
-            if need_b else None)
+            _scale(mm_mat1_grad(grad, _cj(ctx.b), ctx.shape_of("a"), ctx.stride_of("a")),
+                   ctx.alpha) if need_a else None,
+            _scale(mm_mat2_grad(grad, _cj(ctx.a), ctx.shape_of("b"), ctx.stride_of("b")),
+                   ctx.alpha) if need_b else None)
 
 
 def _addmv_backward(ctx, grad):
     _, need_a, need_b = ctx.needs_input_grad
     return (_fused_input_grad(ctx, grad),
-            _scale(outer(grad, ctx.b), ctx.alpha) if need_a else None,
-            _scale(mv(ctx.a.mT, grad), ctx.alpha) if need_b else None)
+            _scale(outer(grad, _cj(ctx.b)), ctx.alpha) if need_a else None,
+            _scale(mv(_cj(ctx.a).mT, grad), ctx.alpha) if need_b else None)
 
 
 def _addbmm_backward(ctx, grad):
     _, need_a, need_b = ctx.needs_input_grad
     return (_fused_input_grad(ctx, grad),
-            _scale(matmul(grad.unsqueeze(0), ctx.b.mT), ctx.alpha) if need_a else None,
-            _scale(matmul(ctx.a.mT, grad), ctx.alpha) if need_b else None)
+            _scale(matmul(grad.unsqueeze(0), _cj(ctx.b).mT), ctx.alpha) if need_a else None,
+            _scale(matmul(_cj(ctx.a).mT, grad), ctx.alpha) if need_b else None)
 
 
 def _baddbmm_backward(ctx, grad):
     _, need_a, need_b = ctx.needs_input_grad
     return (_fused_input_grad(ctx, grad),
-            _scale(bmm(grad, ctx.b.mT), ctx.alpha) if need_a else None,
-            _scale(bmm(ctx.a.mT, grad), ctx.alpha) if need_b else None)
+            _scale(bmm(grad, _cj(ctx.b).mT), ctx.alpha) if need_a else None,
+            _scale(bmm(_cj(ctx.a).mT, grad), ctx.alpha) if need_b else None)
 
 
 # The in-place forms share the rule: it reads only the two factors, never ``self``.

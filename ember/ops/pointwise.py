@@ -14,6 +14,8 @@ keep each one to a row.
 
 from __future__ import annotations
 
+import builtins
+import cmath
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -36,13 +38,32 @@ from ember.tensor import Tensor, numpy_view
 __all__: list[str] = []  # filled as ops are declared
 
 P = Promotion
-_B, _I, _F = dt.BOOL, dt.INTEGRAL, dt.FLOATING
+_B, _I, _F, _C = dt.BOOL, dt.INTEGRAL, dt.FLOATING, dt.COMPLEX
 ANY = frozenset((_B, _I, _F))
 NUM = frozenset((_I, _F))
 FLT = frozenset((_F,))
 BITS = frozenset((_B, _I))
 INT = frozenset((_I,))
-_SCALARS = (bool, int, float)
+ALL = frozenset((_B, _I, _F, _C))  # complex too
+NUMC = frozenset((_I, _F, _C))
+_SCALARS = (bool, int, float, builtins.complex)
+
+# Ops that refuse complex operands with their own torch message (others get the dispatch
+# macro's "not implemented for 'ComplexFloat'"): name -> (exception, message).
+COMPLEX_ERRORS = {
+    "sign": (NotImplementedError, "Unlike NumPy, torch.sign is not intended to support complex "
+                                  "numbers. Please use torch.sgn instead."),
+    "floor": (NotImplementedError, "floor is not supported for complex inputs"),
+    "ceil": (NotImplementedError, "ceil is not supported for complex inputs"),
+    "trunc": (NotImplementedError, "trunc is not supported for complex inputs"),
+    "relu": (NotImplementedError, "clamp is not supported for complex types"),
+    "isposinf": (RuntimeError, "isposinf does not support complex inputs."),
+    "isneginf": (RuntimeError, "isneginf does not support complex inputs."),
+    "maximum": (RuntimeError, "maximum not implemented for complex tensors."),
+    "minimum": (RuntimeError, "minimum not implemented for complex tensors."),
+    "fmax": (RuntimeError, "fmax not implemented for complex tensors."),
+    "fmin": (RuntimeError, "fmin not implemented for complex tensors."),
+}
 
 _TN = {d.name: d.scalar_name for d in dt.ALL_DTYPES}
 
@@ -88,33 +109,33 @@ _TWO_OVER_SQRTPI, _SQRTPI_OVER_TWO = 2.0 / math.sqrt(math.pi), math.sqrt(math.pi
 
 U = Unary
 UNARY = {
-    "neg": U(P.DEFAULT, NUM, True, "Negation, ``-input``.", _NEG_BOOL),
-    "abs": U(P.DEFAULT, NUM, True, "Absolute value."),
+    "neg": U(P.DEFAULT, NUMC, True, "Negation, ``-input``.", _NEG_BOOL),
+    "abs": U(P.DEFAULT, NUMC, True, "Absolute value."),
     "sign": U(P.DEFAULT, ANY, True, "Sign: -1, 0 or 1 (0 for NaN, like torch)."),
-    "exp": U(P.INT_TO_FLOAT, ANY, True, "Exponential, ``e**input``."),
-    "exp2": U(P.INT_TO_FLOAT, ANY, True, "Base-2 exponential, ``2**input``."),
-    "expm1": U(P.INT_TO_FLOAT, ANY, True, "``exp(input) - 1``, accurate near 0."),
-    "log": U(P.INT_TO_FLOAT, ANY, True, "Natural logarithm."),
-    "log2": U(P.INT_TO_FLOAT, ANY, True, "Base-2 logarithm."),
-    "log10": U(P.INT_TO_FLOAT, ANY, True, "Base-10 logarithm."),
-    "log1p": U(P.INT_TO_FLOAT, ANY, True, "``log(1 + input)``, accurate near 0."),
-    "sqrt": U(P.INT_TO_FLOAT, ANY, True, "Square root."),
-    "rsqrt": U(P.INT_TO_FLOAT, ANY, True, "Reciprocal square root ``1 / sqrt(input)``."),
-    "square": U("square", ANY, True, "``input * input`` (bool becomes int64, as ``pow(x, 2)``)."),
-    "reciprocal": U(P.INT_TO_FLOAT, ANY, True, "``1 / input``."),
-    "sin": U(P.INT_TO_FLOAT, ANY, True, "Sine."),
-    "cos": U(P.INT_TO_FLOAT, ANY, True, "Cosine."),
-    "tan": U(P.INT_TO_FLOAT, ANY, True, "Tangent."),
-    "asin": U(P.INT_TO_FLOAT, ANY, True, "Inverse sine."),
-    "acos": U(P.INT_TO_FLOAT, ANY, True, "Inverse cosine."),
-    "atan": U(P.INT_TO_FLOAT, ANY, True, "Inverse tangent."),
-    "sinh": U(P.INT_TO_FLOAT, ANY, True, "Hyperbolic sine."),
-    "cosh": U(P.INT_TO_FLOAT, ANY, True, "Hyperbolic cosine."),
-    "tanh": U(P.INT_TO_FLOAT, ANY, True, "Hyperbolic tangent."),
-    "asinh": U(P.INT_TO_FLOAT, ANY, True, "Inverse hyperbolic sine."),
-    "acosh": U(P.INT_TO_FLOAT, ANY, True, "Inverse hyperbolic cosine."),
-    "atanh": U(P.INT_TO_FLOAT, ANY, True, "Inverse hyperbolic tangent."),
-    "sigmoid": U(P.INT_TO_FLOAT, ANY, True, "Logistic sigmoid ``1 / (1 + exp(-input))``."),
+    "exp": U(P.INT_TO_FLOAT, ALL, True, "Exponential, ``e**input``."),
+    "exp2": U(P.INT_TO_FLOAT, ALL, True, "Base-2 exponential, ``2**input``."),
+    "expm1": U(P.INT_TO_FLOAT, ALL, True, "``exp(input) - 1``, accurate near 0."),
+    "log": U(P.INT_TO_FLOAT, ALL, True, "Natural logarithm."),
+    "log2": U(P.INT_TO_FLOAT, ALL, True, "Base-2 logarithm."),
+    "log10": U(P.INT_TO_FLOAT, ALL, True, "Base-10 logarithm."),
+    "log1p": U(P.INT_TO_FLOAT, ALL, True, "``log(1 + input)``, accurate near 0."),
+    "sqrt": U(P.INT_TO_FLOAT, ALL, True, "Square root."),
+    "rsqrt": U(P.INT_TO_FLOAT, ALL, True, "Reciprocal square root ``1 / sqrt(input)``."),
+    "square": U("square", ALL, True, "``input * input`` (bool becomes int64, as ``pow(x, 2)``)."),
+    "reciprocal": U(P.INT_TO_FLOAT, ALL, True, "``1 / input``."),
+    "sin": U(P.INT_TO_FLOAT, ALL, True, "Sine."),
+    "cos": U(P.INT_TO_FLOAT, ALL, True, "Cosine."),
+    "tan": U(P.INT_TO_FLOAT, ALL, True, "Tangent."),
+    "asin": U(P.INT_TO_FLOAT, ALL, True, "Inverse sine."),
+    "acos": U(P.INT_TO_FLOAT, ALL, True, "Inverse cosine."),
+    "atan": U(P.INT_TO_FLOAT, ALL, True, "Inverse tangent."),
+    "sinh": U(P.INT_TO_FLOAT, ALL, True, "Hyperbolic sine."),
+    "cosh": U(P.INT_TO_FLOAT, ALL, True, "Hyperbolic cosine."),
+    "tanh": U(P.INT_TO_FLOAT, ALL, True, "Hyperbolic tangent."),
+    "asinh": U(P.INT_TO_FLOAT, ALL, True, "Inverse hyperbolic sine."),
+    "acosh": U(P.INT_TO_FLOAT, ALL, True, "Inverse hyperbolic cosine."),
+    "atanh": U(P.INT_TO_FLOAT, ALL, True, "Inverse hyperbolic tangent."),
+    "sigmoid": U(P.INT_TO_FLOAT, ALL, True, "Logistic sigmoid ``1 / (1 + exp(-input))``."),
     "erf": U(P.INT_TO_FLOAT, ANY, True, "Gauss error function."),
     "erfc": U(P.INT_TO_FLOAT, ANY, True, "Complementary error function ``1 - erf(input)``."),
     "erfinv": U(P.INT_TO_FLOAT, ANY, True, "Inverse error function (±inf at ±1, NaN outside)."),
@@ -127,10 +148,10 @@ UNARY = {
     "relu": U(P.DEFAULT, NUM, True, "Rectified linear unit ``max(input, 0)``.",
               "Boolean inputs not supported for relu"),
     "bitwise_not": U(P.DEFAULT, BITS, True, "Bitwise NOT (logical NOT for bool)."),
-    "logical_not": U(P.ALWAYS_BOOL, ANY, True, "Elementwise ``not input`` (bool result)."),
-    "isnan": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is NaN."),
-    "isinf": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is +inf or -inf."),
-    "isfinite": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is finite."),
+    "logical_not": U(P.ALWAYS_BOOL, ALL, True, "Elementwise ``not input`` (bool result)."),
+    "isnan": U(P.ALWAYS_BOOL, ALL, False, "Whether each element is NaN."),
+    "isinf": U(P.ALWAYS_BOOL, ALL, False, "Whether each element is +inf or -inf."),
+    "isfinite": U(P.ALWAYS_BOOL, ALL, False, "Whether each element is finite."),
     "isposinf": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is +inf."),
     "isneginf": U(P.ALWAYS_BOOL, ANY, False, "Whether each element is -inf."),
 }
@@ -142,7 +163,7 @@ _ZERO = Grad((), lambda c, g: zeros_like(g))  # piecewise constant: torch return
 _SELF, _RESULT = ("self",), ("result",)
 def _tanh_grad(g: Tensor, result: Tensor) -> Tensor:
     """``g * (1 - result * result)``, the saved output unpacked once."""
-    return g * (1 - result * result)
+    return g * _cj(1 - result * result)
 
 
 def _relu_grad(grad: Tensor, result: Tensor) -> Tensor:
@@ -153,34 +174,56 @@ def _relu_grad(grad: Tensor, result: Tensor) -> Tensor:
     return threshold_backward(grad, result, 0)
 
 
+def _cj(t: Tensor) -> Tensor:
+    """The conjugate of a complex tensor, else ``t`` itself.
+
+    NOTE [Complex gradients]
+    torch's convention: a complex input's gradient is the conjugate Wirtinger derivative of a
+    real loss, so for a holomorphic ``f`` the rule is ``grad * conj(f'(z))``. Each rule below
+    writes its derivative factor ``d`` as ``_cj(d)``: nothing changes for real tensors (one
+    attribute read), and complex ones get torch's values.
+    """
+    return t.conj() if t._dtype.is_complex else t
+
+
+def _sgn(z: Tensor) -> Tensor:
+    """``z / |z|`` of a complex tensor, 0 where ``z == 0`` (torch.sgn)."""
+    a = z.abs()
+    return where(a == 0, 0.0, z / where(a == 0, 1.0, a))
+
+
+def _abs_grad(g: Tensor, x: Tensor) -> Tensor:
+    return g * (_sgn(x) if x._dtype.is_complex else x.sign())
+
+
 UNARY_GRADS = {
     "neg": Grad((), lambda c, g: -g),
-    "abs": Grad(_SELF, lambda c, g: g * c.self.sign()),
+    "abs": Grad(_SELF, lambda c, g: _abs_grad(g, c.self)),
     "sign": _ZERO,
-    "exp": Grad(_RESULT, lambda c, g: g * c.result),
-    "exp2": Grad(_RESULT, lambda c, g: g * c.result * _LN2),
-    "expm1": Grad(_RESULT, lambda c, g: g * (c.result + 1)),
-    "log": Grad(_SELF, lambda c, g: g / c.self),
-    "log2": Grad(_SELF, lambda c, g: g / (c.self * _LN2)),
-    "log10": Grad(_SELF, lambda c, g: g / (c.self * _LN10)),
-    "log1p": Grad(_SELF, lambda c, g: g / (c.self + 1)),
-    "sqrt": Grad(_RESULT, lambda c, g: g / (c.result * 2)),
-    "rsqrt": Grad(_RESULT, lambda c, g: g * c.result.pow(3) * -0.5),
-    "square": Grad(_SELF, lambda c, g: g * (c.self * 2)),
-    "reciprocal": Grad(_RESULT, lambda c, g: -g * (c.result * c.result)),
-    "sin": Grad(_SELF, lambda c, g: g * c.self.cos()),
-    "cos": Grad(_SELF, lambda c, g: g * -c.self.sin()),
-    "tan": Grad(_RESULT, lambda c, g: g * (c.result * c.result + 1)),
-    "asin": Grad(_SELF, lambda c, g: g * (1 - c.self * c.self).rsqrt()),
-    "acos": Grad(_SELF, lambda c, g: -g * (1 - c.self * c.self).rsqrt()),
-    "atan": Grad(_SELF, lambda c, g: g / (c.self * c.self + 1)),
-    "sinh": Grad(_SELF, lambda c, g: g * c.self.cosh()),
-    "cosh": Grad(_SELF, lambda c, g: g * c.self.sinh()),
+    "exp": Grad(_RESULT, lambda c, g: g * _cj(c.result)),
+    "exp2": Grad(_RESULT, lambda c, g: g * _cj(c.result * _LN2)),
+    "expm1": Grad(_RESULT, lambda c, g: g * _cj(c.result + 1)),
+    "log": Grad(_SELF, lambda c, g: g / _cj(c.self)),
+    "log2": Grad(_SELF, lambda c, g: g / _cj(c.self * _LN2)),
+    "log10": Grad(_SELF, lambda c, g: g / _cj(c.self * _LN10)),
+    "log1p": Grad(_SELF, lambda c, g: g / _cj(c.self + 1)),
+    "sqrt": Grad(_RESULT, lambda c, g: g / _cj(c.result * 2)),
+    "rsqrt": Grad(_RESULT, lambda c, g: g * _cj(c.result.pow(3) * -0.5)),
+    "square": Grad(_SELF, lambda c, g: g * _cj(c.self * 2)),
+    "reciprocal": Grad(_RESULT, lambda c, g: -g * _cj(c.result * c.result)),
+    "sin": Grad(_SELF, lambda c, g: g * _cj(c.self.cos())),
+    "cos": Grad(_SELF, lambda c, g: g * -_cj(c.self.sin())),
+    "tan": Grad(_RESULT, lambda c, g: g * _cj(c.result * c.result + 1)),
+    "asin": Grad(_SELF, lambda c, g: g * _cj((1 - c.self * c.self).rsqrt())),
+    "acos": Grad(_SELF, lambda c, g: -g * _cj((1 - c.self * c.self).rsqrt())),
+    "atan": Grad(_SELF, lambda c, g: g / _cj(c.self * c.self + 1)),
+    "sinh": Grad(_SELF, lambda c, g: g * _cj(c.self.cosh())),
+    "cosh": Grad(_SELF, lambda c, g: g * _cj(c.self.sinh())),
     "tanh": Grad(_RESULT, lambda c, g: _tanh_grad(g, c.result)),
-    "asinh": Grad(_SELF, lambda c, g: g * (c.self * c.self + 1).rsqrt()),
-    "acosh": Grad(_SELF, lambda c, g: g * (c.self * c.self - 1).rsqrt()),
-    "atanh": Grad(_SELF, lambda c, g: g / (1 - c.self * c.self)),
-    "sigmoid": Grad(_RESULT, lambda c, g: g * (1 - c.result) * c.result),
+    "asinh": Grad(_SELF, lambda c, g: g * _cj((c.self * c.self + 1).rsqrt())),
+    "acosh": Grad(_SELF, lambda c, g: g * _cj((c.self + 1).rsqrt() * (c.self - 1).rsqrt())),
+    "atanh": Grad(_SELF, lambda c, g: g / _cj(1 - c.self * c.self)),
+    "sigmoid": Grad(_RESULT, lambda c, g: g * _cj((1 - c.result) * c.result)),
     "erf": Grad(_SELF, lambda c, g: g * (-(c.self * c.self)).exp() * _TWO_OVER_SQRTPI),
     "erfc": Grad(_SELF, lambda c, g: g * (-(c.self * c.self)).exp() * -_TWO_OVER_SQRTPI),
     "erfinv": Grad(_RESULT, lambda c, g: g * (c.result * c.result).exp() * _SQRTPI_OVER_TWO),
@@ -196,18 +239,18 @@ UNARY_GRADS = {
 
 Bn = Binary
 BINARY = {
-    "add": Bn(P.DEFAULT, ANY, True, True, True,
+    "add": Bn(P.DEFAULT, ALL, True, True, True,
               "Adds ``other`` (scaled by ``alpha``) to ``input``.", alpha=True),
-    "sub": Bn(P.DEFAULT, ANY, True, True, True,
+    "sub": Bn(P.DEFAULT, ALL, True, True, True,
               "Subtracts ``other`` (scaled by ``alpha``) from ``input``.", alpha=True),
-    "mul": Bn(P.DEFAULT, ANY, True, True, True, "Multiplies ``input`` by ``other``."),
+    "mul": Bn(P.DEFAULT, ALL, True, True, True, "Multiplies ``input`` by ``other``."),
     "floor_divide": Bn(P.DEFAULT, NUM, True, True, True,
                        "Division rounded toward -inf (ints stay ints; ZeroDivisionError on 0)."),
     "remainder": Bn(P.DEFAULT, NUM, True, True, True,
                     "Python-style modulus: the result has the sign of ``other``."),
     "fmod": Bn(P.DEFAULT, NUM, True, False, True,
                "C-style remainder: the result has the sign of ``input``."),
-    "pow": Bn(P.DEFAULT, ANY, True, True, True,
+    "pow": Bn(P.DEFAULT, ALL, True, True, True,
               "``input ** exponent``; either side may be a scalar."),
     "atan2": Bn(P.INT_TO_FLOAT, ANY, False, False, True,
                 "Quadrant-aware ``atan(input / other)``."),
@@ -218,15 +261,15 @@ BINARY = {
     "hypot": Bn(P.DEFAULT, FLT, False, False, True, "``sqrt(input**2 + other**2)``."),
     "copysign": Bn(P.INT_TO_FLOAT, ANY, True, False, True,
                    "Magnitude of ``input`` with the sign of ``other``."),
-    "eq": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input == other``."),
-    "ne": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input != other``."),
+    "eq": Bn(P.ALWAYS_BOOL, ALL, True, False, True, "Elementwise ``input == other``."),
+    "ne": Bn(P.ALWAYS_BOOL, ALL, True, False, True, "Elementwise ``input != other``."),
     "lt": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input < other``."),
     "le": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input <= other``."),
     "gt": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input > other``."),
     "ge": Bn(P.ALWAYS_BOOL, ANY, True, False, True, "Elementwise ``input >= other``."),
-    "logical_and": Bn(P.ALWAYS_BOOL, ANY, False, False, True, "Elementwise logical AND."),
-    "logical_or": Bn(P.ALWAYS_BOOL, ANY, False, False, True, "Elementwise logical OR."),
-    "logical_xor": Bn(P.ALWAYS_BOOL, ANY, False, False, True, "Elementwise logical XOR."),
+    "logical_and": Bn(P.ALWAYS_BOOL, ALL, False, False, True, "Elementwise logical AND."),
+    "logical_or": Bn(P.ALWAYS_BOOL, ALL, False, False, True, "Elementwise logical OR."),
+    "logical_xor": Bn(P.ALWAYS_BOOL, ALL, False, False, True, "Elementwise logical XOR."),
     "bitwise_and": Bn(P.DEFAULT, BITS, True, True, True, "Bitwise AND (ints and bool)."),
     "bitwise_or": Bn(P.DEFAULT, BITS, True, True, True, "Bitwise OR (ints and bool)."),
     "bitwise_xor": Bn(P.DEFAULT, BITS, True, True, True, "Bitwise XOR (ints and bool)."),
@@ -464,8 +507,18 @@ def unary_plan(name: str, row: Unary, self) -> tuple:
     if comp.category not in row.cats:
         if row.bool_error and comp is dt.bool_:
             raise RuntimeError(row.bool_error)
-        raise not_implemented(f"{name}_cpu", comp)
+        raise _refused(name, comp)
+    if name == "abs" and comp.category == _C:
+        return self._shape, comp, comp.to_real()
     return self._shape, comp, res
+
+
+def _refused(name: str, comp: dt.DType) -> Exception:
+    """The error for an op whose kernel lacks the compute dtype ``comp``."""
+    if comp.category == _C and name in COMPLEX_ERRORS:
+        exc, message = COMPLEX_ERRORS[name]
+        return exc(message)
+    return not_implemented(f"{name}_cpu", comp)
 
 
 def unary_spec(kind: Promotion, self: Tensor) -> Spec:
@@ -491,7 +544,7 @@ def binary_plan(name: str, row: Binary, input, other) -> tuple:
         raise _type_error(name, "input", 1, input)
     comp, res = promoted_dtype(row.kind, input, other)
     if comp.category not in row.cats:
-        raise not_implemented(f"{name}_cpu", comp)
+        raise _refused(name, comp)
     check = _BINARY_CHECKS.get(name)
     if check is not None:
         check(input, other, comp)
@@ -534,7 +587,11 @@ def check_alpha(alpha, result: dt.DType) -> None:
     if isinstance(alpha, bool):
         if result is not dt.bool_:
             raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    elif isinstance(alpha, float) and result.category != _F:
+    elif isinstance(alpha, builtins.complex):
+        if result.category != _C:
+            raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
+                               "complex number.")
+    elif isinstance(alpha, float) and result.category < _F:
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
                            "point number.")
     elif not isinstance(alpha, int | float):
@@ -585,11 +642,19 @@ def _add_grad(c, g: Tensor, negate: bool) -> tuple:
 def _mul_grad(c, g: Tensor) -> tuple:
     """mul: ``g * other`` for ``input``, ``g * input`` for ``other`` (each only when needed)."""
     needs = c.tensor_needs("input", "other")
-    return _pair(needs, g * c.other if needs[0] else None, g * c.input if needs[1] else None)
+    return _pair(needs, g * _cj_any(c.other) if needs[0] else None,
+                 g * _cj_any(c.input) if needs[1] else None)
+
+
+def _cj_any(x):
+    """:func:`_cj` of a tensor or a Python scalar operand."""
+    if isinstance(x, Tensor):
+        return x.conj() if x._dtype.is_complex else x
+    return x.conjugate() if isinstance(x, builtins.complex) else x
 
 
 def _scale(g: Tensor, factor) -> Tensor:
-    return g if factor == 1 else g * factor
+    return g if factor == 1 else g * _cj_any(factor)
 
 
 def _derive(op, op_=None, *, save=()):
@@ -614,9 +679,9 @@ def _pow_base_grad(g: Tensor, base: Tensor, exponent) -> Tensor:
     if not isinstance(exponent, Tensor):
         if exponent == 0:
             return zeros_like(g)
-        return g * (exponent * base.pow(exponent - 1))
+        return g * _cj_any(exponent * base.pow(exponent - 1))
     # a bool exponent tensor makes ``exponent - 1`` raise, as in torch's backward
-    return where(exponent == 0, 0.0, g * (exponent * base.pow(exponent - 1)))
+    return where(exponent == 0, 0.0, g * _cj_any(exponent * base.pow(exponent - 1)))
 
 
 def _remainder_grad(ctx, g: Tensor) -> tuple:
@@ -635,7 +700,12 @@ def _pow_exponent_grad(g: Tensor, base, exponent: Tensor) -> Tensor:
     ``exponent >= 0`` (torch's masking; negative bases give NaN)."""
     result = base ** exponent
     if isinstance(base, Tensor):
+        if base._dtype.is_complex or exponent._dtype.is_complex:  # torch: 0 where base == 0
+            return g * _cj_any(where(base == 0, 0.0, result * base.log()))
         return g * where((base == 0) & (exponent >= 0), 0.0, result * base.log())
+    if isinstance(base, builtins.complex) or exponent._dtype.is_complex:
+        log = cmath.log(base) if base != 0 else 0.0
+        return g * _cj_any(result * log)
     if base == 0:
         return g * where(exponent >= 0, 0.0, result * -math.inf)
     return g * (result * _scalar_log(base))
@@ -786,7 +856,7 @@ def div_plan(input, other, rounding_mode) -> tuple:
                        input, other)
 
 
-_DIV_ROWS = {None: Bn(P.INT_TO_FLOAT, ANY, True, True, True, ""),
+_DIV_ROWS = {None: Bn(P.INT_TO_FLOAT, ALL, True, True, True, ""),
              "trunc": Bn(P.DEFAULT, NUM, True, True, True, ""),
              "floor": Bn(P.DEFAULT, NUM, True, True, True, "")}
 
@@ -833,8 +903,8 @@ def _div_backward(ctx, grad):
         return _grads(ctx, lambda: zeros_like(grad), lambda: zeros_like(grad))
     b = ctx.other
     needs = ctx.tensor_needs("input", "other")
-    return _pair(needs, grad / b if needs[0] else None,
-                 -grad * ((ctx.input / b) / b) if needs[1] else None)
+    return _pair(needs, grad / _cj_any(b) if needs[0] else None,
+                 -grad * _cj_any((ctx.input / b) / b) if needs[1] else None)
 
 
 __all__ += ["div", "div_"]
@@ -1054,6 +1124,8 @@ def clamp_plan(name: str, input, min, max) -> tuple:  # noqa: A002
         elif b is not None:
             _check_scalar(name, arg, pos, b)
     comp, res = promoted_dtype(P.DEFAULT, input, min, max)
+    if comp.category == _C:
+        raise NotImplementedError("clamp is not supported for complex types")
     if comp is dt.bool_:
         tensors = isinstance(min, Tensor) + isinstance(max, Tensor)
         if tensors != 1 or (min is not None and max is not None):
@@ -1473,7 +1545,7 @@ def _trigamma(input):
 
 def _reflect(op_name: str):
     def method(self: Tensor, other):
-        if not isinstance(other, Tensor | bool | int | float):
+        if not isinstance(other, Tensor | bool | int | float | builtins.complex):
             return NotImplemented
         return globals()[op_name](other, self)
 
@@ -1484,7 +1556,7 @@ def _reflect(op_name: str):
 
 def _reflect_commutative(op_name: str):
     def method(self: Tensor, other):
-        if not isinstance(other, Tensor | bool | int | float):
+        if not isinstance(other, Tensor | bool | int | float | builtins.complex):
             return NotImplemented
         return globals()[op_name](self, other)
 

@@ -27,7 +27,7 @@ from ember.autograd.grad_mode import is_grad_enabled
 from ember.core import dtype as dt
 from ember.core.layout import canonical_dim, numel
 from ember.ops._define import Spec, Tag, composite, derivative, operator, tensor_method
-from ember.ops.pointwise import check_writable, maximum, minimum, where
+from ember.ops.pointwise import _sgn, check_writable, maximum, minimum, where
 from ember.tensor import Tensor
 
 __all__ = [
@@ -122,7 +122,15 @@ def _require_tensor(name: str, x) -> None:
 
 
 def _is_float(d: dt.DType) -> bool:
-    return d.category == dt.FLOATING
+    """Floating or complex: the dtypes torch's float-only reductions accept."""
+    return d.category >= dt.FLOATING
+
+
+def _no_complex(name: str, input: Tensor, exc: type = NotImplementedError,
+                message: str | None = None) -> None:
+    """Refuse a complex input as torch does for orderings (max, min, argmax, sort, ...)."""
+    if input._dtype.is_complex:
+        raise exc(message or f'"{name}" not implemented for \'{tname(input._dtype)}\'')
 
 
 # -- derivative helpers -----------------------------------------------------------------------
@@ -278,6 +286,8 @@ def _prod_backward(ctx, grad):
     x, result = ctx.input, ctx.result
     if x._dtype is not grad._dtype:
         x = x.to(grad._dtype)
+    if x._dtype.is_complex:  # the rule is a product of the factors: conjugate them
+        x, result = x.conj(), result.conj()
     shape = x._shape
     if not shape:
         return grad
@@ -376,6 +386,7 @@ def _nanmean_backward(ctx, grad):
 def extremum_all_spec(name: str, input: Tensor) -> Spec:
     """Spec of ``max(input)``-like full reductions: 0-d, RuntimeError when empty."""
     _require_tensor(name, input)
+    _no_complex(f"{name}_all", input)
     if numel(input._shape) == 0:
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                            "== 0. Specify the reduction dim with the 'dim' argument.")
@@ -385,6 +396,7 @@ def extremum_all_spec(name: str, input: Tensor) -> Spec:
 def extremum_dim_plan(name: str, input: Tensor, dim, keepdim: bool) -> tuple[int, tuple, tuple]:
     """(canonical dim, reduced dims, output shape) of max/min/median/mode along one dim."""
     _require_tensor(name, input)
+    _no_complex(name, input, RuntimeError, f"{name}(): does not support complex input")
     d = single_dim(name, input._shape, dim)
     dims = (d,) if input._shape else ()
     _check_nonempty_dims(name, input._shape, dims)
@@ -500,6 +512,7 @@ def min(input, dim=None, keepdim=False, *, other=None, out=None):  # noqa: A001
 def amax_plan(name: str, input: Tensor, dim, keepdim: bool) -> tuple[tuple, Spec]:
     """dims and Spec of amax/amin: no identity, so empty reductions raise like torch."""
     _require_tensor(name, input)
+    _no_complex(f"{name[1:]}_values_cpu" if name in ("amax", "amin") else name, input)
     unspecified = dim is None or (isinstance(dim, list | tuple) and not dim)
     if unspecified and numel(input._shape) == 0:
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
@@ -605,6 +618,7 @@ def argmax_plan(name: str, input: Tensor, dim, keepdim: bool) -> tuple[int | Non
     _require_tensor(name, input)
     if input._dtype is dt.bool_:
         raise RuntimeError(f"{name}(): does not support bool input")
+    _no_complex(name, input, RuntimeError, f"{name}(): does not support complex input")
     shape = input._shape
     if dim is None:
         if numel(shape) == 0:
@@ -664,7 +678,9 @@ def var_plan(name: str, input: Tensor, dim, unbiased, keepdim: bool, correction)
     if correction is None:
         correction = 0 if unbiased is False else 1
     dims = reduction_dims(input._shape, dim)
-    return dims, correction, Spec(reduced_shape(input._shape, dims, keepdim), input._dtype)
+    # a complex input has a real variance: the mean squared modulus of the deviations
+    return dims, correction, Spec(reduced_shape(input._shape, dims, keepdim),
+                                  input._dtype.to_real())
 
 
 _VAR_SCHEMA = ("(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False"
@@ -830,7 +846,7 @@ def _check_norm_dtype(name: str, input: Tensor, dtype) -> dt.DType:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                            f"Got {tname(input._dtype)}")
     if dtype is None:
-        return input._dtype
+        return input._dtype.to_real()
     if not _is_float(dtype):
         raise RuntimeError(f"{name}: dtype should be floating point or complex, but got "
                            f"{tname(dtype)}")
@@ -838,7 +854,7 @@ def _check_norm_dtype(name: str, input: Tensor, dtype) -> dt.DType:
         raise RuntimeError(f"{name}: the dtype of the input ({tname(input._dtype)}) should be "
                            f"convertible without narrowing to the specified dtype "
                            f"({tname(dtype)})")
-    return dtype
+    return dtype.to_real()
 
 
 def vector_norm_plan(input: Tensor, ord, dim, keepdim: bool, dtype) -> tuple[tuple, Spec]:
@@ -888,20 +904,21 @@ def _pnorm_grad(grad: Tensor, x: Tensor, p: float, norm: Tensor, dims) -> Tensor
     """torch's norm_backward; ``grad`` and ``norm`` already have the reduced dims restored."""
     if p == 0:
         return None
+    sign = _sgn(x) if x._dtype.is_complex else None
     if p == 1:
-        return x.sign() * grad
+        return (x.sign() if sign is None else sign) * grad
     if p == 2:
         return grad * where(norm == 0, 0.0, x / norm)
     ax = x.abs()
     if math.isinf(p):  # amax/amin of |x| respecting NaN: ties share evenly
         mask = (ax == norm).logical_or(ax.isnan())
-        return x.sign() * _scaled_mask(grad, mask, dims)
+        return (x.sign() if sign is None else sign) * _scaled_mask(grad, mask, dims)
     if p < 1:
-        scaled = x.sign() * where(x == 0, 0.0, ax.pow(p - 1))
+        scaled = (x.sign() if sign is None else sign) * where(x == 0, 0.0, ax.pow(p - 1))
         return scaled * grad * norm.pow(1 - p)
     scale = where(norm == 0, 0.0, grad / norm.pow(p - 1))
     if p < 2:
-        return x.sign() * ax.pow(p - 1) * scale
+        return (x.sign() if sign is None else sign) * ax.pow(p - 1) * scale
     return x * ax.pow(p - 2) * scale
 
 

@@ -370,13 +370,31 @@ def _mT(self: Tensor) -> Tensor:
 
 
 def adjoint(self: Tensor) -> Tensor:
-    """The conjugate transpose of the last two dims (``mT`` for real tensors).
+    """The conjugate transpose of the last two dims (``mT`` for real tensors): a view, lazily
+    conjugated for complex tensors (``Tensor.mH``; ``Tensor.H`` for matrices).
 
     Example:
         >>> ember.adjoint(ember.arange(6).reshape(2, 3)).shape
         ember.Size([3, 2])
+        >>> ember.tensor([[1j, 2]]).mH
+        tensor([[0.-1.j],
+                [2.-0.j]])
     """
-    return _mT(self)
+    t = _mT(self)
+    return conj(t) if t._dtype.is_complex else t
+
+
+def _H(self: Tensor) -> Tensor:
+    if len(self._shape) not in (0, 2):
+        raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{len(self._shape)}-D tensor. For batches of matrices, consider "
+                           "using tensor.mH")
+    t = _T(self)
+    return conj(t) if t._dtype.is_complex else t
+
+
+Tensor.mH = property(adjoint, doc="The conjugate transpose of the last two dims (a view).")
+Tensor.H = property(_H, doc="The conjugate transpose of a matrix (a view).")
 
 
 # -- broadcasting ------------------------------------------------------------------------------
@@ -884,6 +902,8 @@ def detach(self: Tensor) -> Tensor:
     out = make_tensor(self._storage, self._shape, self._stride, self._offset, self._dtype,
                       self._device, version=self._ver)
     out._is_inference = self._is_inference
+    if self._is_conj:
+        out._is_conj = True
     return out
 
 
@@ -1016,10 +1036,6 @@ def view_as_complex(self: Tensor):
 @derivative(view_as_complex)
 def _view_as_complex_backward(ctx, grad):
     return view_as_real(grad.contiguous().resolve_conj())
-
-
-TENSOR_METHODS["view_as_real"] = view_as_real
-TENSOR_METHODS["view_as_complex"] = view_as_complex
 
 
 @composite("real(Tensor(a) self) -> Tensor(a)", method=False)

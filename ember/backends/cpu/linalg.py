@@ -73,8 +73,17 @@ def _binary_product(op):
     op.register("CPU", kernel)
 
 
-for _op in (la.matmul, la.mm, la.bmm, la.mv, la.dot, la.vdot):
+for _op in (la.matmul, la.mm, la.bmm, la.mv, la.dot):
     _binary_product(_op)
+
+
+@la.vdot.impl("CPU")
+def _vdot(input, other, *, out=None):
+    spec = la.vdot.meta_rule(input, other)
+    o = _out(spec, out, "vdot")
+    c = compute_dtype(spec.dtype)
+    x = _in(input, c)
+    return _product_into(np.conj(x) if x.dtype.kind == "c" else x, _in(other, c), o)
 
 
 @la.outer.impl("CPU")

@@ -372,6 +372,8 @@ def make_unary(name: str, fn, ufunc: bool) -> None:
 
     def kernel_(self):
         shape, comp, res = plan(name, row, self)
+        if res is not comp and comp.is_complex:  # abs_: a real result cannot stay in place
+            raise RuntimeError(f"In-place {name} is not supported for complex tensors.")
         pw.check_inplace(self, shape, res)
         self._ver.value += 1
         _land(fn, ufunc, (_np(self, comp),), arr(self), _BOOL if bool_out else compute_dtype(comp))

@@ -36,7 +36,7 @@ _F32 = np.dtype(np.float32)
 # -- helpers ----------------------------------------------------------------------------------
 def _acc(d: dt.DType) -> np.dtype:
     """Accumulation dtype of a result dtype: float32 for half types, int64 for the rest."""
-    return compute_dtype(d) if d.is_floating_point else _I64
+    return compute_dtype(d) if d.is_differentiable else _I64
 
 
 def _src(t: Tensor, cast: dt.DType | None = None) -> np.ndarray:
@@ -256,8 +256,12 @@ def _var_and_mean(input, dims, correction, keepdim):
     with ignore_fp_errors():
         m = np.sum(a, axis=dims, keepdims=True) / n
         dev = a - m
-        ss = np.sum(dev * dev, axis=dims, keepdims=keepdim)
-        v = ss / a.dtype.type(max(n - correction, 0))
+        if a.dtype.kind == "c":  # the squared modulus: a real variance
+            dev2 = dev.real * dev.real + dev.imag * dev.imag
+        else:
+            dev2 = dev * dev
+        ss = np.sum(dev2, axis=dims, keepdims=keepdim)
+        v = ss / ss.dtype.type(max(n - correction, 0))
         m = _welford_inf(a, dims, m)
     return v, m if keepdim else np.squeeze(m, axis=dims)
 
@@ -363,7 +367,10 @@ def _linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=No
     dims, spec = red.vector_norm_plan(x, ord, dim, keepdim, dtype)
     if not numel(spec.shape):
         return _land(None, spec, out, "linalg_vector_norm")
-    a = _src(x, spec.dtype).astype(compute_dtype(spec.dtype), copy=False)
+    if x._dtype.is_complex:  # the norm of the moduli, in the real dtype of the result
+        a = np.abs(arr(x)).astype(compute_dtype(spec.dtype), copy=False)
+    else:
+        a = _src(x, spec.dtype).astype(compute_dtype(spec.dtype), copy=False)
     if _count(a.shape, dims) == 0:
         return _land(0, spec, out, "linalg_vector_norm")
     return _land(_vector_norm(a, ord, dims, keepdim), spec, out, "linalg_vector_norm")
