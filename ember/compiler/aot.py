@@ -26,6 +26,10 @@ region (compiler-design.md section 8):
    other node, gradients reach parameters through ordinary leaf accumulation, and regions on
    either side of a graph break chain through the tensors that cross the break.
 
+Under ``create_graph=True`` the backward graph runs as a ``CompiledBackward`` node: the
+first-order gradients come out connected (requiring grad where eager's would) and
+differentiating them again raises, as torch.compile's AOTAutograd does.
+
 Random ops stay in the forward graph, run in graph order and draw from ember's counter-based
 Philox generator (``ember.tensor.random``) exactly as eager does; the backward reads the saved
 mask. A compiled step and an eager step from the same generator state therefore make
@@ -50,7 +54,8 @@ from ember.dispatch import Operator, Tag
 from ember.tensor import Tensor
 from ember.tensor.tensor import empty_tensor
 
-__all__ = ["AotUnsupported", "trace_joint", "partition", "compile_training", "JointGraph"]
+__all__ = ["AotUnsupported", "trace_joint", "partition", "compile_training", "JointGraph",
+           "CompiledBackward"]
 
 
 class AotUnsupported(RuntimeError):
@@ -358,19 +363,36 @@ class CompiledFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if grad_state().enabled:
-            raise RuntimeError("ember.compile: double backward through a compiled region is not "
-                               "supported (the backward graph is compiled once "
-                               "differentiable); call backward()/autograd.grad() without "
-                               "create_graph=True, or run this code eagerly")
         region = ctx.region
-        bw = region.backward_fn()
         tangents = [grads[k] for k in region.diff]
-        res = bw(*ctx.saved_tensors, *tangents)
+        if grad_state().enabled:        # create_graph=True: gradients that refuse a 2nd pass
+            res = CompiledBackward.apply(region, *ctx.saved_tensors, *tangents)
+        else:
+            res = region.backward_fn()(*ctx.saved_tensors, *tangents)
         out = [None] * (1 + region.n_in)
         for j, i in enumerate(region.grad_inputs):
             out[1 + i] = res[j]
         return tuple(out)
+
+
+DOUBLE_BACKWARD = ("ember.compile: double backward through a compiled region is not supported "
+                   "(torch.compile with aot_autograd does not support it either): the "
+                   "gradients it returned under create_graph=True cannot be differentiated; "
+                   "run the code eagerly (ember.compiler.disable) to take higher derivatives")
+
+
+class CompiledBackward(Function):
+    """The backward graph run under ``create_graph=True``: its results are connected to the
+    saved values and the incoming gradients (so they require grad as eager's would), and
+    differentiating them raises (torch's AOTAutograd behaves the same way)."""
+
+    @staticmethod
+    def forward(ctx, region, *args):
+        return tuple(region.backward_fn()(*args))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(DOUBLE_BACKWARD)
 
 
 class TrainingRegion:

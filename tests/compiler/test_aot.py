@@ -276,12 +276,26 @@ def test_requires_grad_and_grad_mode_are_guarded():
     ember.testing.assert_close(xr.grad, (x * 2).cos() * 2)
 
 
-def test_double_backward_raises_and_saved_tensor_versions_are_checked():
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_double_backward_raises_and_saved_tensor_versions_are_checked(backend):
+    """As torch.compile's AOTAutograd: ``create_graph=True`` through a compiled region gives
+    the first-order gradients (requiring grad, as eager's); differentiating them raises."""
     w = ember.randn(3, requires_grad=True)
     x = ember.randn(3, requires_grad=True)
-    cf = ember.compile(lambda x, w: (x * w).tanh().sum(), backend="numpy")
+
+    def f(x, w):
+        return (x * w).tanh().sum()
+
+    cf = ember.compile(f, backend=backend)
+    g, = ember.autograd.grad(cf(x, w), [x], create_graph=True)
+    want, = ember.autograd.grad(f(x, w), [x], create_graph=True)
+    ember.testing.assert_close(g, want)
+    assert g.requires_grad and want.requires_grad
     with pytest.raises(RuntimeError, match="double backward through a compiled region"):
-        ember.autograd.grad(cf(x, w), [x], create_graph=True)
+        ember.autograd.grad(g.sum(), [w])
+    cf(x, w).backward(create_graph=True)
+    with pytest.raises(RuntimeError, match="double backward through a compiled region"):
+        x.grad.sum().backward()
     loss = cf(x, w)
     with ember.no_grad():
         w.add_(1)
