@@ -57,6 +57,7 @@ from ember.distributions.dirichlet import Dirichlet  # noqa: E402
 from ember.distributions.gamma import Gamma  # noqa: E402
 from ember.distributions.geometric import Geometric  # noqa: E402
 from ember.distributions.kumaraswamy import Kumaraswamy  # noqa: E402
+from ember.distributions.lkj_cholesky import LKJCholesky  # noqa: E402
 from ember.distributions.multinomial import Multinomial  # noqa: E402
 from ember.distributions.negative_binomial import NegativeBinomial  # noqa: E402
 from ember.distributions.one_hot_categorical import (  # noqa: E402
@@ -67,5 +68,6 @@ from ember.distributions.poisson import Poisson  # noqa: E402
 from ember.distributions.von_mises import VonMises  # noqa: E402
 
 __all__ += ["Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "ContinuousBernoulli",
-            "Dirichlet", "Gamma", "Geometric", "Kumaraswamy", "Multinomial", "NegativeBinomial",
+            "Dirichlet", "Gamma", "Geometric", "Kumaraswamy", "LKJCholesky", "Multinomial",
+            "NegativeBinomial",
             "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson", "VonMises"]
