@@ -224,7 +224,7 @@ OUT = ""
 def main() -> None:
     global OUT
     OUT = sys.argv[1]
-    dist.init_process_group("shm")
+    dist.init_process_group(os.environ.get("CASE_BACKEND", "shm"))
     rank, world = dist.get_rank(), dist.get_world_size()
     for case in sys.argv[2:]:
         try:

@@ -1,4 +1,5 @@
-"""DistributedDataParallel over two real ranks (the shm engine) against one process.
+"""DistributedDataParallel over two real ranks (the shm engine; the MLP and the GPT also over
+the mpi engine) against one process.
 
 One launch of two ranks runs every case in tests/distributed/_ddp_cases.py (about ten seconds
 on two cores); the tests compare what the ranks saved with the same computation in this
@@ -89,8 +90,30 @@ def _one_process_run(kind: str):
     return steps
 
 
-@pytest.mark.parametrize("case,kind", [("mlp", "mlp"), ("mlp_view", "mlp"), ("gpt", "gpt")])
-def test_two_ranks_equal_one_process_on_the_double_batch(ranks, case, kind):
+@pytest.fixture(scope="module")
+def mpi_ranks(tmp_path_factory):
+    """The MLP and the GPT cases over the mpi engine (bucket all-reduces as nonblocking MPI
+    requests on the communication thread)."""
+    from tests.distributed import _spawn
+
+    if not _spawn.has_mpi():
+        pytest.skip("mpi4py (pip install 'ember[mpi]') is not installed")
+    out = tmp_path_factory.mktemp("ddp_mpi")
+    env = dict(os.environ, CASE_BACKEND="mpi", OMP_NUM_THREADS="1")
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
+        env.pop(k, None)
+    p = subprocess.run([_spawn.MPIEXEC, "-n", str(WORLD), sys.executable, "-m",
+                        "tests.distributed._ddp_cases", str(out), "mlp", "gpt"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out
+
+
+@pytest.mark.parametrize("case,kind,engine", [("mlp", "mlp", "shm"), ("mlp_view", "mlp", "shm"),
+                                              ("gpt", "gpt", "shm"), ("mlp", "mlp", "mpi"),
+                                              ("gpt", "gpt", "mpi")])
+def test_two_ranks_equal_one_process_on_the_double_batch(request, case, kind, engine):
+    ranks = request.getfixturevalue("ranks" if engine == "shm" else "mpi_ranks")
     ref = _one_process_run(kind)
     for r in range(WORLD):
         got = _load(ranks, case, r)
