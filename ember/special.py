@@ -29,7 +29,7 @@ from ember.ops.pointwise import (
 from ember.ops.pointwise import round as round  # noqa: A004
 from ember.ops.pointwise import sigmoid as expit
 from ember.ops.reduction import logsumexp
-from ember.ops.special import SPECIAL_OPS, i0, mvlgamma, polygamma, xlogy
+from ember.ops.special import SPECIAL_OPS, i0, mvlgamma, polygamma, write_out, xlogy
 from ember.tensor import Tensor
 
 psi = digamma
@@ -81,7 +81,7 @@ def _float(x: Tensor) -> Tensor:
     return x if x.dtype.is_floating_point else x.to(dt.get_default_dtype())
 
 
-def entr(input: Tensor) -> Tensor:
+def entr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Entropy terms ``-x log x``: 0 at 0, ``-inf`` for negative ``x`` (``special.entr``).
 
     Example:
@@ -90,20 +90,20 @@ def entr(input: Tensor) -> Tensor:
     """
     x = _float(input)
     value = where(x > 0, -xlogy(x, x), 0.0)
-    return where(x < 0, -math.inf, value)
+    return write_out(where(x < 0, -math.inf, value), out, "entr")
 
 
-def ndtr(input: Tensor) -> Tensor:
+def ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The standard normal CDF ``(1 + erf(x / sqrt 2)) / 2`` (``special.ndtr``).
 
     Example:
         >>> ember.special.ndtr(ember.tensor([1.0]))
         tensor([0.8413])
     """
-    return (1 + erf(_float(input) * (1 / math.sqrt(2)))) * 0.5
+    return write_out((1 + erf(_float(input) * (1 / math.sqrt(2)))) * 0.5, out, "ndtr")
 
 
-def log_ndtr(input: Tensor) -> Tensor:
+def log_ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``log(ndtr(x))``: through ``erfc`` down to -10 (float32) or -20 (float64), below by the
     asymptotic series ``-x**2/2 - log(-x) - log(2 pi)/2 + log(1 - 1/x**2 + 3/x**4 - ...)``.
 
@@ -125,10 +125,10 @@ def log_ndtr(input: Tensor) -> Tensor:
     inv2 = (t * t).reciprocal()
     series = 1 - inv2 * (1 - inv2 * (3 - inv2 * (15 - inv2 * 105)))
     tail = -(t * t) * 0.5 - (-t).log() - 0.5 * math.log(2 * math.pi) + series.log()
-    return where(x < cut, tail, direct)
+    return write_out(where(x < cut, tail, direct), out, "log_ndtr")
 
 
-def xlog1py(input, other) -> Tensor:
+def xlog1py(input, other, *, out: Tensor | None = None) -> Tensor:
     """``input * log1p(other)``, 0 where ``input == 0`` and NaN where ``other`` is NaN.
 
     Example:
@@ -141,4 +141,4 @@ def xlog1py(input, other) -> Tensor:
     device = _device_of(input, other)
     x, y = _tensor_of(input, res, device), _tensor_of(other, res, device)
     value = where(x == 0, 0.0, x * log1p(y))
-    return where(y.isnan(), y, value)
+    return write_out(where(y.isnan(), y, value), out, "xlog1py")

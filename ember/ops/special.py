@@ -382,14 +382,13 @@ derivative(nextafter_, save=("input", "other"), signature=nextafter.meta_rule)(
 
 # -- Bessel i0 ----------------------------------------------------------------------------------
 _I0 = Unary(P.INT_TO_FLOAT, ANY, True, "")
-_QUAD = 128  # trapezoid nodes of _i1 (NOTE [i1 by quadrature])
 
 
 @operator("i0(Tensor self, *, Tensor(a!)? out=None) -> Tensor", (Tag.pointwise,))
 def i0(input, *, out=None):
     """Modified Bessel function of the first kind, order zero.
 
-    Integers promote to the default float dtype; the gradient is ``i1(input)``.
+    Integers promote to the default float dtype; the gradient is ``special.i1(input)``.
 
     Example:
         >>> round(ember.i0(ember.tensor([1.0])).item(), 4)
@@ -415,24 +414,8 @@ def i0_(self):
     return Spec(self._shape, self._dtype)
 
 
-# NOTE [i1 by quadrature]
-# i1(x) = (1/pi) int_0^pi exp(x cos t) cos t dt = mean over a period of sinh(x cos t) cos t
-# (the cosh part cancels between t and t + pi; sinh makes i1(0) exactly 0). The integrand is
-# smooth and periodic, so the trapezoid rule over a full period converges geometrically: with
-# 128 nodes the error is about I_127(x) / I_1(x), below float64 rounding for |x| < 300.
-# Written with ember ops, it is differentiable itself (double backward of i0).
-@composite("_i1(Tensor self) -> Tensor", method=False)
-def _i1(input):
-    """Modified Bessel function of the first kind, order one (internal; i0's derivative)."""
-    x = input.to(dt.float64)
-    nodes = (arange(_QUAD, dtype=dt.float64, device=x._device) * (2 * math.pi / _QUAD)).cos()
-    value = ((x.unsqueeze(-1) * nodes).sinh() * nodes).mean(-1)
-    value = where(x.isinf(), math.nan, value)  # torch: NaN at +-inf
-    return value.to(input._dtype)
-
-
 def _i0_backward(ctx, grad):
-    return grad * _i1(ctx.input)
+    return grad * SPECIAL_OPS["i1"](ctx.input)  # torch's rule (declared below)
 
 
 derivative(i0, save=("input",))(_i0_backward)

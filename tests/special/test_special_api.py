@@ -135,3 +135,24 @@ def test_meta_tensors():
         (2, 3)
     with pytest.raises(RuntimeError):
         ember.special.zeta(x, ember.empty((4,), device="meta"))
+
+
+@pytest.mark.parametrize("name,args", [("entr", ()), ("ndtr", ()), ("log_ndtr", ()),
+                                       ("xlog1py", (0.5,))])
+def test_composites_take_out(name, args):
+    data = [0.25, 1.5, 3.0]
+    out = ember.empty(0, dtype=ember.float64)
+    got = getattr(ember.special, name)(ember.tensor(data, dtype=ember.float64), *args, out=out)
+    t_out = torch.empty(0, dtype=torch.float64)
+    getattr(torch.special, name)(torch.tensor(data, dtype=torch.float64), *args, out=t_out)
+    assert got is out and out.shape == (3,)
+    np.testing.assert_allclose(out.numpy(), t_out.numpy(), rtol=1e-14)
+
+
+def test_i0_gradient_is_i1():
+    x = ember.tensor([-3.0, 0.0, 0.5, 40.0], dtype=ember.float64, requires_grad=True)
+    (g,) = ember.autograd.grad(ember.i0(x).sum(), x)
+    want = torch.special.i1(torch.tensor([-3.0, 0.0, 0.5, 40.0], dtype=torch.float64))
+    np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-14)
+    assert ember.autograd.gradcheck(lambda t: ember.i0(t), (x,))
+    assert ember.autograd.gradgradcheck(lambda t: ember.i0(t), (x,))
