@@ -91,9 +91,8 @@ class Categorical(Distribution):
     def sample(self, sample_shape=()):
         sample_shape = ember.Size(sample_shape)
         probs_2d = self.probs.reshape(-1, self._num_events)  # (B, K)
-        n = max(sample_shape.numel(), 1)
-        with ember.no_grad():
-            draws = ember.multinomial(probs_2d, n, True).T  # (n, B)
+        with ember.no_grad():  # an empty sample_shape is refused by multinomial, as torch's
+            draws = ember.multinomial(probs_2d, sample_shape.numel(), True).T  # (n, B)
         return draws.reshape(self._extended_shape(sample_shape))
 
     def log_prob(self, value):

@@ -190,3 +190,12 @@ def test_scalar_parameters_give_empty_batch_shape():
         assert d.sample().shape == ember.Size(())
     assert math.isclose(ember.distributions.Poisson(2.0).log_prob(ember.tensor(1.0)).item(),
                         math.log(2.0) - 2.0, rel_tol=1e-6)
+
+
+def test_empty_sample_shapes_fail_as_torch():
+    for lib in (torch, ember):
+        d = lib.distributions.Categorical(lib.tensor([[0.2, 0.8], [0.5, 0.5]]))
+        with pytest.raises(RuntimeError, match="n_sample <= 0"):
+            d.sample((0,))
+        with pytest.raises(RuntimeError, match="n_sample <= 0"):
+            lib.distributions.Multinomial(0, lib.tensor([0.2, 0.8])).sample((2,))
