@@ -416,8 +416,8 @@ class MpiProcessGroup(ProcessGroup):
 
     def shutdown(self) -> None:
         """Leave the group; leaving the world tells the peers (a peer still waiting for this
-        rank then raises). After a failure the job ends here with ``MPI_Abort``, since
-        ``MPI_Finalize`` could wait for the dead rank forever."""
+        rank then raises). After a failure the job ends at exit with ``MPI_Abort`` instead
+        (``_Faults._at_exit``): ``MPI_Finalize`` could wait for the dead rank forever."""
         super().shutdown()
         f = self.faults
         if f.broken is None and self.ranks == list(range(f.size)):
