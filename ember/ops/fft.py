@@ -26,9 +26,9 @@ from ember.ops.shape import roll
 from ember.tensor import Tensor
 
 __all__ = ["fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_hfft", "fft_ihfft", "fft_fft2",
-           "fft_ifft2", "fft_rfft2", "fft_irfft2", "fft_fftn", "fft_ifftn", "fft_rfftn",
-           "fft_irfftn", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift", "stft",
-           "istft"]
+           "fft_ifft2", "fft_rfft2", "fft_irfft2", "fft_hfft2", "fft_ihfft2", "fft_fftn",
+           "fft_ifftn", "fft_rfftn", "fft_irfftn", "fft_hfftn", "fft_ihfftn", "fft_fftfreq",
+           "fft_rfftfreq", "fft_fftshift", "fft_ifftshift", "stft", "istft"]
 
 # NOTE [FFT normalization codes]
 # The primitives take torch's ``fft_norm_mode`` code, which says what to divide by whatever
@@ -99,8 +99,7 @@ def _fft_c2c(self: Tensor, dim, normalization: int, forward: bool):
     """
     dims = _check_dims("_fft_c2c", self, dim)
     if not self._dtype.is_complex:
-        raise RuntimeError(f"_fft_c2c expects a complex input tensor, but got "
-                           f"{self._dtype.scalar_name}")
+        raise RuntimeError(f"Only supports complex dtypes, but found: {self._dtype.scalar_name}")
     strides = fft_out_strides(self._stride, self._shape, _sorted_dims(self._stride, dims))
     return Spec(self._shape, self._dtype, strides if dims else None)
 
@@ -129,7 +128,7 @@ def _fft_r2c(self: Tensor, dim, normalization: int, onesided: bool):
     """
     dims = _check_dims("_fft_r2c", self, dim)
     if not self._dtype.is_floating_point:
-        raise RuntimeError(f"_fft_r2c expects a floating point input tensor, but got "
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: "
                            f"{self._dtype.scalar_name}")
     shape = list(self._shape)
     if onesided:
@@ -157,8 +156,7 @@ def _fft_c2r(self: Tensor, dim, normalization: int, last_dim_size: int):
     """
     dims = _check_dims("_fft_c2r", self, dim)
     if not self._dtype.is_complex:
-        raise RuntimeError(f"_fft_c2r expects a complex input tensor, but got "
-                           f"{self._dtype.scalar_name}")
+        raise RuntimeError(f"Only supports complex dtypes, but found: {self._dtype.scalar_name}")
     shape = list(self._shape)
     shape[dims[-1]] = int(last_dim_size)
     c2c_strides = fft_out_strides(self._stride, self._shape, _sorted_dims(self._stride,
@@ -317,7 +315,7 @@ def _write_out(name: str, result: Tensor, out: Tensor | None, complex_out: bool)
     if out is None:
         return result
     if out._dtype.is_complex != complex_out:
-        kind = "complex" if complex_out else "real"
+        kind = "complex" if complex_out else "floating point" if name == "hfftn" else "real"
         raise RuntimeError(f"{name} expects a {kind} output tensor, but got "
                            f"{out._dtype.scalar_name}")
     if out._shape != result._shape:
@@ -633,6 +631,92 @@ def fft_irfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,
         [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
     """
     return _irfftn(input, s, dim, norm, out)
+
+
+def _hfftn(x, s, dim, norm, out):
+    shape, dims, last = _c2r_shape_and_dims("hfftn", x, s, dim)
+    x = _resize(_promote(x, require_complex=True), dims, shape)
+    code = norm_code(norm, True)
+    half = _fft_c2c(x, list(dims[:-1]), code, True) if len(dims) > 1 else x
+    return _write_out("hfftn", _fft_c2r(half.conj(), [dims[-1]], code, last), out, False)
+
+
+def _ihfftn(x, s, dim, norm, out):
+    shape, dims = _shape_and_dims(x, s, dim)
+    if not shape:
+        raise RuntimeError("ihfftn must transform at least one axis")
+    x = _resize(_promote(x), dims, shape)
+    code = norm_code(norm, False)
+    half = _fft_r2c(x, [dims[-1]], code, True)
+    if len(dims) > 1:
+        half = _fft_c2c(half.conj().resolve_conj(), list(dims[:-1]), code, False)
+    else:
+        half = half.conj()
+    return _write_out("ihfftn", half, out, True)
+
+
+@composite("fft_hfftn" + _ND, method=False)
+def fft_hfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *,
+              out: Tensor | None = None) -> Tensor:
+    """The n-dimensional DFT of a signal Hermitian-symmetric in the last of ``dim``, given by
+    its first half: a real result whose last transformed dim has ``s[-1]`` points (default
+    ``2 * (size - 1)``) (``torch.fft.hfftn``).
+
+    Args:
+        input: the tensor. s: the output signal sizes (``-1`` keeps a dim's size). dim: the
+            dims to transform (default: the last ``len(s)`` dims, or every dim). norm, out:
+            as for :func:`fft_fft`.
+
+    Shape: ``input``'s with the transformed dims of sizes ``s``; real dtype.
+
+    Example:
+        >>> ember.fft.hfftn(ember.ones(2, 3)).tolist()
+        [[8.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+    """
+    return _hfftn(input, s, dim, norm, out)
+
+
+@composite("fft_ihfftn" + _ND, method=False)
+def fft_ihfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *,
+               out: Tensor | None = None) -> Tensor:
+    """The inverse of :func:`fft_hfftn`: the n-dimensional inverse DFT of a real ``input``,
+    one-sided in the last of ``dim`` (``torch.fft.ihfftn``).
+
+    Args:
+        input: a real tensor. s, dim, norm, out: as for :func:`fft_fftn`.
+
+    Shape: ``input``'s with the transformed dims of sizes ``s``, the last ``s[-1] // 2 + 1``;
+        complex dtype.
+
+    Example:
+        >>> ember.fft.ihfftn(ember.ones(2, 4)).real.tolist()
+        [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    """
+    return _ihfftn(input, s, dim, norm, out)
+
+
+@composite("fft_hfft2" + _2D, method=False)
+def fft_hfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,
+              out: Tensor | None = None) -> Tensor:
+    """:func:`fft_hfftn` over the last two dims by default (``torch.fft.hfft2``).
+
+    Example:
+        >>> ember.fft.hfft2(ember.ones(2, 3)).shape
+        ember.Size([2, 4])
+    """
+    return _hfftn(input, s, dim, norm, out)
+
+
+@composite("fft_ihfft2" + _2D, method=False)
+def fft_ihfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,
+               out: Tensor | None = None) -> Tensor:
+    """:func:`fft_ihfftn` over the last two dims by default (``torch.fft.ihfft2``).
+
+    Example:
+        >>> ember.fft.ihfft2(ember.ones(2, 4)).shape
+        ember.Size([2, 3])
+    """
+    return _ihfftn(input, s, dim, norm, out)
 
 
 # -- short-time Fourier transform ------------------------------------------------------------

@@ -133,6 +133,12 @@ def _transform_errors():
     yield e("fftn", real, {"s": (-2, 3)}, r"Invalid number of data points \(-2\)")
     yield e("rfftn", ember.tensor(2.0), {}, "rfftn must transform at least one axis")
     yield e("irfftn", ember.tensor(2.0), {}, "irfftn must transform at least one axis")
+    yield e("hfftn", ember.tensor(2.0), {}, "hfftn must transform at least one axis")
+    yield e("ihfftn", ember.tensor(2.0), {}, "ihfftn must transform at least one axis")
+    yield e("ihfftn", cplx, {}, "Only supports floating-point dtypes, but found: ComplexFloat")
+    yield e("ihfftn", real, {"out": ember.empty(0)}, "ihfftn expects a complex output tensor")
+    yield e("hfftn", cplx, {"out": ember.empty(0, dtype=ember.complex64)},
+            "hfftn expects a floating point output tensor")
     yield e("fft", real, {"norm": "bad"}, 'Invalid normalization mode: "bad"')
     yield e("fft", real, {"dim": 2}, "Dimension out of range", IndexError)
     yield e("fftn", real, {"dim": 5}, "Dimension out of range", IndexError)
@@ -287,7 +293,7 @@ FLOAT_DTYPES = ("float32", "float64")
 ONE_D_OPS = {"fft": (True, False), "ifft": (True, False), "rfft": (False,),
              "irfft": (True, False), "hfft": (True, False), "ihfft": (False,)}
 N_D_OPS = {"fftn": (True, False), "ifftn": (True, False), "rfftn": (False,),
-           "irfftn": (True, False)}
+           "irfftn": (True, False), "hfftn": (True, False), "ihfftn": (False,)}
 
 OPS = [
     *(OpInfo(f"fft.{name}-{'complex' if c else 'real'}", _transform(name, c),
@@ -297,7 +303,7 @@ OPS = [
     *(OpInfo(f"fft.{name}-{'complex' if c else 'real'}", _transform(name, c),
              _n_d_samples(c), dtypes=FLOAT_DTYPES, tol=TOL, check_stride=True)
       for name, kinds in N_D_OPS.items() for c in kinds),
-    *(OpInfo(f"fft.{name}2-{'complex' if c else 'real'}", _transform(f"{name}2", c),
+    *(OpInfo(f"fft.{name[:-1]}2-{'complex' if c else 'real'}", _transform(f"{name[:-1]}2", c),
              _n_d_samples(c, two_d=True), dtypes=FLOAT_DTYPES, tol=TOL,
              check_stride=True)
       for name, kinds in N_D_OPS.items() for c in kinds),
