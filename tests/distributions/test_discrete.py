@@ -199,3 +199,25 @@ def test_empty_sample_shapes_fail_as_torch():
             d.sample((0,))
         with pytest.raises(RuntimeError, match="n_sample <= 0"):
             lib.distributions.Multinomial(0, lib.tensor([0.2, 0.8])).sample((2,))
+
+
+def _float32(family):
+    params = {k: (v.astype(np.float32) if isinstance(v, np.ndarray) else v)
+              for k, v in family.params.items()}
+    return Family(family.name, family.cls, params, family.values, kwargs=family.kwargs)
+
+
+# float32: log-probabilities add lgamma terms up to ~100 here, each good to a few float32 ulps
+TOL32 = 1e-4
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=IDS)
+def test_float32_parameters_keep_their_dtype(family):
+    ours, theirs, _, _ = build(_float32(family))
+    values = family.values.astype(np.float32)
+    e_lp = ours.log_prob(ember.tensor(values))
+    t_lp = theirs.log_prob(torch.tensor(values))
+    assert str(e_lp.dtype).split(".")[-1] == str(t_lp.dtype).split(".")[-1]
+    np.testing.assert_allclose(e_lp.numpy(), t_lp.numpy(), rtol=TOL32, atol=TOL32)
+    ember.manual_seed(0)
+    assert str(ours.sample().dtype).split(".")[-1] == str(theirs.sample().dtype).split(".")[-1]

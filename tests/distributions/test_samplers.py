@@ -201,3 +201,17 @@ def test_errors():
         ember.binomial(ember.tensor([1]), ember.tensor([0.5]))
     with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
         ember._standard_gamma_grad(ember.ones(2), ember.ones(2, dtype=ember.float64))
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.5, 3.0, 40.0])
+def test_standard_gamma_cdf_at_quantiles(alpha):
+    # the empirical CDF at torch's-ground-truth quantiles (regularized incomplete gamma) within
+    # Z binomial standard errors: catches a wrong shape that moments would miss
+    ember.manual_seed(13)
+    x = ember._standard_gamma(ember.full((N,), alpha, dtype=ember.float64)).numpy()
+    points = np.quantile(x, [0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99])
+    expected = torch.special.gammainc(torch.tensor(alpha, dtype=torch.float64),
+                                      torch.tensor(points)).numpy()
+    empirical = (x[:, None] <= points).mean(0)
+    se = np.sqrt(expected * (1 - expected) / N)
+    assert (np.abs(empirical - expected) <= Z * se + 1.0 / N).all(), (empirical, expected)
