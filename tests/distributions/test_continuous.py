@@ -45,8 +45,8 @@ class Case:
     torch_dtype: torch.dtype = torch.float64
 
 
-def _tol(case, factor=1.0):
-    if case.torch_dtype == torch.float64:
+def _tol(case, factor=1.0, dtype=None):
+    if (dtype or case.torch_dtype) == torch.float64:
         return {"rtol": RTOL * factor, "atol": ATOL * factor}
     eps32 = float(np.finfo(np.float32).eps)
     return {"rtol": 100 * eps32 * max(factor, 1.0), "atol": 100 * eps32 * max(factor, 1.0)}
@@ -134,14 +134,18 @@ def _build(case, params, layout="contiguous", requires_grad=False):
     """The ember and torch distributions of ``case`` over ``params``; ``layout="strided"``
     hands ember transposed views of the parameters instead of dense tensors."""
     ours, theirs = {}, {}
+    torch_dtype = torch.float32 if layout == "float32" else case.torch_dtype
     for name, array in params.items():
-        if layout == "strided" and array.ndim >= 2:
+        if layout == "float32":
+            array = array.astype(np.float32)
+            t = ember.tensor(array.copy())
+        elif layout == "strided" and array.ndim >= 2:
             t = ember.tensor(np.ascontiguousarray(np.swapaxes(array, -1, -2))).mT
             assert not t.is_contiguous() or min(array.shape[-2:]) == 1
         else:
             t = ember.tensor(array.copy())
         ours[name] = t.requires_grad_(requires_grad)
-        theirs[name] = torch.tensor(array.copy(), dtype=case.torch_dtype,
+        theirs[name] = torch.tensor(array.copy(), dtype=torch_dtype,
                                     requires_grad=requires_grad)
     return case.build(ed, **ours), case.build(td, **theirs), ours, theirs
 
@@ -163,17 +167,20 @@ def _assert_same_outcome(ours_fn, theirs_fn, **tol):
     assert_same(ours, theirs, **tol)
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "float32"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_values_match_torch(case, layout):
     ours, theirs, _, _ = _build(case, case.params(), layout)
+    dtype = torch.float32 if layout == "float32" else case.torch_dtype
     assert tuple(ours.batch_shape) == tuple(theirs.batch_shape)
     assert tuple(ours.event_shape) == tuple(theirs.event_shape)
     torch.manual_seed(0)
     values = theirs.sample((4,))
-    ember_values = ember.tensor(values.numpy().astype(np.float64))
-    tol = _tol(case)
+    ember_values = ember.tensor(values.numpy().copy())
+    tol = _tol(case, 10.0, dtype)
     assert_same(ours.log_prob(ember_values), theirs.log_prob(values), **tol)
+    assert ours.log_prob(ember_values).dtype == (ember.float32 if layout == "float32"
+                                                 else ember.float64)
     for name in ("mean", "mode", "variance", "stddev"):
         _assert_same_outcome(lambda n=name: getattr(ours, n), lambda n=name: getattr(theirs, n),
                              **tol)
@@ -181,8 +188,9 @@ def test_values_match_torch(case, layout):
     _assert_same_outcome(lambda: ours.cdf(ember_values), lambda: theirs.cdf(values), **tol)
     probs = np.linspace(0.05, 0.95, 4).reshape(4, *([1] * len(theirs.batch_shape)))
     probs = np.broadcast_to(probs, (4, *theirs.batch_shape)).copy()
-    _assert_same_outcome(lambda: ours.icdf(ember.tensor(probs)),
-                         lambda: theirs.icdf(torch.tensor(probs, dtype=case.torch_dtype)), **tol)
+    ember_dtype = getattr(ember, str(dtype).split(".")[1])
+    _assert_same_outcome(lambda: ours.icdf(ember.tensor(probs, dtype=ember_dtype)),
+                         lambda: theirs.icdf(torch.tensor(probs, dtype=dtype)), **tol)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
