@@ -535,12 +535,24 @@ def _fill(g, node, b):
     if stride != contiguous_strides(shape):
         return None  # NumPy's arrays would have another layout than eager's
     npd = g.np_dtype(node.val.dtype)
+    v = {"zeros": 0, "ones": 1}.get(name)
     if name == "full":
         v = b["fill_value"]
         if isinstance(v, Node) or not isinstance(v, int | float | bool):
             return None
+    if node.val.numel() * node.val.element_size() >= _LARGE:
+        # NOTE [Large intermediates]: np.zeros maps fresh zero pages that fault on first
+        # write (a split's backward writes slices of three (B, T, 3C) zero buffers)
+        return f"_filled({g.scratch_shape(shape, node.val)}, {_render(v)})"
+    if name == "full":
         return f"np.full({shape!r}, {_render(v)}, {npd})"
     return f"np.{name}({shape!r}, {npd})"
+
+
+def _filled(a, value):
+    """``a`` with every element set to ``value``."""
+    a.fill(value)
+    return a
 
 
 @rule("arange")
@@ -600,7 +612,7 @@ class _Gen:
         self.lines: list[str] = []
         self.globals: dict = code_globals(self.graph)[0]
         self.globals.update(np=np, _wrap=_wrap, _nv=numpy_view, _matmul=_matmul,
-                            _empty_t=empty_tensor, _ua=user_array)
+                            _empty_t=empty_tensor, _ua=user_array, _filled=_filled)
         self.arr: dict[int, str] = {}   # node -> NumPy expression name
         self.ten: dict[int, str] = {}   # node -> ember tensor expression name
         self.rendered = 0
