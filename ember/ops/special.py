@@ -588,10 +588,18 @@ def _declare_special(name: str, doc: str, *, halves: bool = False, binary: bool 
     return operator(schema, (Tag.pointwise,), method=False)(rule)
 
 
+_DIFFERENTIABLE = ("erfcx", "ndtri", "i1", "i0e", "i1e")
+
+
 def _unary_doc(what: str, value: str, example: str) -> str:
+    dtypes = "every floating dtype" if example in _HALF_OK \
+        else "float32 and float64 (half types raise NotImplementedError, as torch)"
+    grad = "Differentiable with torch's formula." if example in _DIFFERENTIABLE else \
+        "Not differentiable, as in torch (the result never requires grad)."
     return f"""{what}
 
-    Integers promote to the default float dtype; float32 and float64 (torch.special.{example}).
+    torch.special.{example}: integers promote to the default float dtype; {dtypes},
+    evaluated in float64 and rounded once. {grad}
 
     Shape: same as ``input``. ``out``: optional output tensor.
 
@@ -701,8 +709,7 @@ SPECIAL_OPS["gammaincc"] = _declare_special("gammaincc", """Regularized upper in
 globals().update({f"special_{name}": op for name, op in SPECIAL_OPS.items()})
 
 # torch records nothing for these: autograd falls through, the output never requires grad
-for _name in (*POLYNOMIALS, *(n for n in UNARY_SPECIAL
-                               if n not in ("erfcx", "ndtri", "i1", "i0e", "i1e"))):
+for _name in (*POLYNOMIALS, *(n for n in UNARY_SPECIAL if n not in _DIFFERENTIABLE)):
     SPECIAL_OPS[_name].register(AliasKey.Autograd, FALLTHROUGH)
 
 _SQRT_2PI = math.sqrt(2 * math.pi)

@@ -271,25 +271,28 @@ def _y_series(x, nu: int):
 
 
 _MILLER_START = 80
+# (low, high, start): J_start(high) / J_0 is below 1e-20 in each bin ((x/2)^n / n! bound)
+_MILLER_BINS = ((2.0, 5.0, 30), (5.0, 10.0, 40), (10.0, 15.0, 50), (15.0, 20.0, 60),
+                (20.0, 25.0, 70))
 
 
-def _j_y_miller(x):
+def _j_y_miller(x, start: int = _MILLER_START):
     """(J0, J1, Y0, Y1) for 2 < x <= 25: Miller's backward recurrence normalised by
     ``J0 + 2 sum J_2k = 1`` (DLMF 10.23.3), Y0 from Neumann's series (DLMF 10.23.E?), Y1 as
     its negated derivative."""
     inv2 = 2.0 / x
     upper = np.zeros_like(x)  # J_{n+1}
-    cur = np.full_like(x, 1e-30)  # J_n at n = _MILLER_START
+    cur = np.full_like(x, 1e-30)  # J_n at n = start
     norm = np.zeros_like(x)
     y0_sum = np.zeros_like(x)  # sum_k (-1)^k J_2k / k
     y1_sum = np.zeros_like(x)  # sum_k (-1)^k (J_{2k-1} - J_{2k+1}) / k
     j = {}
-    for n in range(_MILLER_START, 0, -1):
+    for n in range(start, 0, -1):
         lower = n * inv2 * cur - upper  # J_{n-1}
         j[n] = cur
         upper, cur = cur, lower
     j[0] = cur
-    for k in range(1, _MILLER_START // 2):
+    for k in range(1, start // 2):
         sign = -1.0 if k % 2 else 1.0
         norm += j[2 * k]
         y0_sum += sign * j[2 * k] / k
@@ -336,10 +339,11 @@ def _bessel_jy(x, which: str):
     if small.any():
         xs = x[small]
         out[small] = _j_series(xs, nu) if which[0] == "j" else _y_series(xs, nu)
-    mid = (x > 2.0) & (x <= 25.0)
-    if mid.any():
-        parts = _j_y_miller(x[mid])
-        out[mid] = parts["j0 j1 y0 y1".split().index(which)]
+    for low, high, start in _MILLER_BINS:
+        mid = (x > low) & (x <= high)
+        if mid.any():
+            parts = _j_y_miller(x[mid], start)
+            out[mid] = parts["j0 j1 y0 y1".split().index(which)]
     big = x > 25.0
     if big.any():
         xb = x[big]
