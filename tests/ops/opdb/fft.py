@@ -224,8 +224,23 @@ def _stft_samples(dtype):
                                   dict(kw), f"{lay}{list(shape)}-{kw}-window{kind}")
 
 
+def _stft_complex(lib, x, window=None, view="contiguous", **kw):
+    return _real_result(lib, lib.stft(_complex_input(lib, x, view), window=window, **kw))
+
+
+def _stft_complex_samples(dtype):
+    for shape, views in (((20,), ("contiguous", "stepped", "offset")),
+                         ((2, 21), ("contiguous", "stepped"))):
+        for kw, view in zip(STFT_ARGS[:2] + STFT_ARGS[3:5], itertools.cycle(views)):
+            for kind in (None, "hann"):
+                x = make(_source_shape(shape, view) + (2,), dtype)
+                yield SampleInput((x, _window(dtype, kw, kind)), dict(kw, view=view),
+                                  f"{view}{list(shape)}-{kw}-window{kind}")
+
+
 def _istft(lib, x, window=None, view="contiguous", **kw):
-    return lib.istft(_complex_input(lib, x, view).transpose(-1, -2), window=window, **kw)
+    spec = _complex_input(lib, x, view).transpose(-1, -2)
+    return _real_result(lib, lib.istft(spec, window=window, **kw))
 
 
 def _istft_samples(dtype):
@@ -245,6 +260,10 @@ def _istft_samples(dtype):
                               f"{view}{batch}-{kw}-window{kind}")
             yield SampleInput((x, _window(dtype, kw, kind)), dict(kw, view=view, length=9),
                               f"{view}{batch}-{kw}-window{kind}-length9")
+            if kw.get("onesided") is False:
+                yield SampleInput((x, _window(dtype, kw, kind)),
+                                  dict(kw, view=view, return_complex=True),
+                                  f"{view}{batch}-{kw}-window{kind}-complex")
 
 
 def _stft_errors():
@@ -308,6 +327,8 @@ OPS = [
              check_stride=True)
       for name, kinds in N_D_OPS.items() for c in kinds),
     OpInfo("stft", _stft, _stft_samples, dtypes=FLOAT_DTYPES, tol=TOL),
+    OpInfo("stft-complex", _stft_complex, _stft_complex_samples, dtypes=FLOAT_DTYPES,
+           tol=TOL),
     OpInfo("istft", _istft, _istft_samples, dtypes=FLOAT_DTYPES, tol=TOL, meta=False),
     OpInfo("stft_errors", _call, lambda d: [], dtypes=(), errors=_stft_errors),
     OpInfo("fft.transform_errors", _by_name, lambda d: [], dtypes=(), errors=_transform_errors),
