@@ -17,6 +17,7 @@ from ember.distributions.gumbel import Gumbel
 from ember.distributions.half_cauchy import HalfCauchy
 from ember.distributions.half_normal import HalfNormal
 from ember.distributions.independent import Independent
+from ember.distributions.inverse_gamma import InverseGamma
 from ember.distributions.laplace import Laplace
 from ember.distributions.log_normal import LogNormal
 from ember.distributions.logistic_normal import LogisticNormal
@@ -36,8 +37,8 @@ from ember.distributions.weibull import Weibull
 from ember.distributions.kl import kl_divergence, register_kl  # isort: skip
 
 __all__ = ["Cauchy", "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor",
-           "GeneralizedPareto", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace",
-           "LogNormal",
+           "GeneralizedPareto", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
+           "InverseGamma", "Laplace", "LogNormal",
            "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
            "MultivariateNormal", "Normal",
            "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
