@@ -21,7 +21,8 @@ def _ok(results):
 
 
 def test_collectives_shm_two_ranks():
-    _ok(_spawn.ranks(2, ["collectives"]))
+    # 256 KiB all_reduce pieces: the pipelined path at a test's sizes (NOTE [Pipelined all_reduce])
+    _ok(_spawn.ranks(2, ["collectives"], env={"EMBER_SHM_PIECE_MB": "0.25"}))
 
 
 def test_collectives_shm_four_ranks_cut_into_pieces():
