@@ -14,7 +14,6 @@ __all__ = ["POLYNOMIALS"]
 
 
 def _degrees(n) -> np.ndarray:
-    n = np.asarray(n, dtype=np.float64)
     bad = ~np.isfinite(n) | (n < -2.0**62) | (n > 2.0**62)
     return np.where(bad, -1, np.trunc(np.where(bad, 0.0, n))).astype(np.int64)
 
@@ -24,7 +23,7 @@ def _recurrence(x, n, first, step):
     p = np.ones_like(x)
     q = first(x)
     out = np.where(n == 0, p, q)
-    top = int(n.max(initial=0))
+    top = int(n.max()) if n.size else 0
     with np.errstate(all="ignore"):
         for k in range(1, top):
             r = step(x, k, q, p)

@@ -110,8 +110,12 @@ def _i0_(self):
 
 
 # -- torch.special's operators (NOTE [torch.special operators]) -------------------------------
-def _as64(x) -> np.ndarray:
-    return (arr(x) if isinstance(x, Tensor) else np.asarray(x)).astype(np.float64)
+def _as64(x, like) -> np.ndarray:
+    """A float64 array of tensor ``x``, or Python scalar ``x`` filled in ``like``'s shape (on
+    ``like``'s array module: no host array meets a device array)."""
+    if isinstance(x, Tensor):
+        return arr(x).astype(np.float64)
+    return np.full_like(arr(like), x, dtype=np.float64)
 
 
 _UNARY_MATH = {
@@ -150,7 +154,7 @@ def _unary_kernel(op, fn):
         spec = op.meta_rule(input, out=out)
         o = new_output(spec.shape, spec.dtype, out)
         with ignore_fp_errors():
-            x = _as64(input)
+            x = _as64(input, input)
             value = fn(x.reshape(-1)).reshape(x.shape) if x.size else x
             return write_result(value, o)
     return kernel
@@ -161,7 +165,9 @@ def _binary_kernel(op, fn):
         spec = op.meta_rule(input, other, out=out)
         o = new_output(spec.shape, spec.dtype, out)
         with ignore_fp_errors():
-            x, y = np.broadcast_arrays(_as64(input), _as64(other))
+            x = _as64(input, other)
+            y = _as64(other, input)
+            x, y = np.broadcast_arrays(x, y)
             value = fn(x.reshape(-1), y.reshape(-1)).reshape(x.shape) if x.size else x
             return write_result(np.broadcast_to(value, spec.shape), o)
     return kernel

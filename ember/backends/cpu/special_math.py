@@ -1,7 +1,9 @@
 """Numerical methods of torch.special's functions, on float64 NumPy arrays.
 
-Each function takes and returns float64 arrays (any shape). The methods are derived from the
-mathematics (DLMF chapter and equation noted beside each) rather than fitted tables:
+Each function takes and returns float64 arrays (any shape) of the array module at hand (NumPy,
+or a device's look-alike such as CuPy: no host array is ever made or mixed in). The methods
+are derived from the mathematics (DLMF chapter and equation noted beside each) rather than
+fitted tables:
 
 - power series where no cancellation occurs (small arguments),
 - Hankel's asymptotic expansions for large arguments, truncated where the terms stop falling
@@ -31,10 +33,6 @@ _SQRT_PI = math.sqrt(math.pi)
 _TWO_OVER_PI = 2.0 / math.pi
 
 
-def _fill(shape, value=0.0) -> np.ndarray:
-    return np.full(shape, value, dtype=np.float64)
-
-
 # -- erfcx ------------------------------------------------------------------------------------
 def _exp_square(x):
     """``exp(x * x)`` with ``x * x`` split exactly into head and tail (Veltkamp/Dekker)."""
@@ -60,7 +58,7 @@ _FRACTION_LEVELS = ((1.0, 200), (2.0, 64), (4.0, 24))
 
 def _erfcx_pos(x):
     """erfcx on x >= 0: exp(x^2) erfc(x) below 1, Laplace's continued fraction above
-    (DLMF 7.9.2), with as many levels as the argument needs for float64 rounding."""
+    (DLMF §7.9), with as many levels as the argument needs for float64 rounding."""
     out = np.empty_like(x)
     small = x < 1.0
     if small.any():
@@ -195,7 +193,7 @@ def _scaled_k_asymptotic(x, nu: float):
 
 
 def _k_series(x, nu: int):
-    """K_nu(x) (nu = 0, 1) for x <= 1 (DLMF 10.31.1-2)."""
+    """K_nu(x) (nu = 0, 1) for x <= 1 (DLMF §10.31)."""
     q = 0.25 * x * x
     log_half = np.log(0.5 * x)
     if nu == 0:
@@ -278,7 +276,7 @@ _MILLER_BINS = ((2.0, 5.0, 30), (5.0, 10.0, 40), (10.0, 15.0, 50), (15.0, 20.0, 
 
 def _j_y_miller(x, start: int = _MILLER_START):
     """(J0, J1, Y0, Y1) for 2 < x <= 25: Miller's backward recurrence normalised by
-    ``J0 + 2 sum J_2k = 1`` (DLMF 10.23.3), Y0 from Neumann's series (DLMF 10.23.E?), Y1 as
+    ``J0 + 2 sum J_2k = 1``, Y0 from Neumann's series (both DLMF §10.23), Y1 as
     its negated derivative."""
     inv2 = 2.0 / x
     upper = np.zeros_like(x)  # J_{n+1}
@@ -306,7 +304,7 @@ def _j_y_miller(x, start: int = _MILLER_START):
 
 
 def _hankel_pq(x, nu: float):
-    """Hankel's P and Q (DLMF 10.17.3) for x > 25."""
+    """Hankel's P and Q (DLMF §10.17) for x > 25."""
     a = _HANKEL[nu]
     inv2 = -1.0 / (x * x)
     p = np.zeros_like(x)
@@ -410,7 +408,7 @@ def _airy_maclaurin(x):
 
 def _j_fractional(z, nu: float):
     """J_nu(z) for nu = +-1/3 and 0.6 <= z <= 25: Miller's backward recurrence normalised by
-    ``(z/2)^nu = sum_k (nu + 2k) Gamma(nu + k) / k! J_{nu+2k}(z)`` (DLMF 10.23.2 with 10.8)."""
+    ``(z/2)^nu = sum_k (nu + 2k) Gamma(nu + k) / k! J_{nu+2k}(z)`` (DLMF §10.23)."""
     upper = np.zeros_like(z)
     cur = np.full_like(z, 1e-30)
     values = {}
@@ -488,7 +486,7 @@ _EM_DIVISORS = tuple(float(math.factorial(2 * k + 2) / b) for k, b in enumerate(
 
 
 def zeta(x, q):
-    """Hurwitz zeta ``sum_k (k + q)^-x`` by Euler-Maclaurin summation (DLMF 25.11.5ff):
+    """Hurwitz zeta ``sum_k (k + q)^-x`` by Euler-Maclaurin summation (DLMF §25.11, §2.10):
     terms until ``q + m > 9`` (at least 9), then up to 12 Bernoulli corrections, stopping
     once a term falls below 2^-53 of the sum, as torch's (Cephes') kernel. inf at x = 1 and
     at the poles q = 0, -1, ...; NaN for x < 1 and for q < 0 with non-integer x."""
@@ -506,10 +504,10 @@ def zeta(x, q):
     eps = 2.0 ** -53
     with np.errstate(all="ignore"):
         total = np.power(qs, -xs)
-        done = np.zeros(total.shape, dtype=bool)
+        done = np.zeros_like(total, dtype=bool)
         a = qs.copy()
         b = np.zeros_like(total)
-        for m in range(1, int(steps.max(initial=9)) + 1):
+        for m in range(1, (int(steps.max()) if steps.size else 9) + 1):
             live = (m <= steps) & ~done
             a = np.where(live, a + 1.0, a)
             b = np.where(live, np.power(a, -xs), b)
@@ -575,10 +573,10 @@ _ZETA_INT = {}  # zeta(k) for k = 2..40, filled below once zeta is defined
 
 
 def _p_series(a, x, log_r):
-    """P(a, x) = r sum_n x^n / (a (a+1) ... (a+n)) (DLMF 8.7.1), for x < a + 1."""
+    """P(a, x) = r sum_n x^n / (a (a+1) ... (a+n)) (DLMF §8.7), for x < a + 1."""
     term = 1.0 / a
     total = term.copy()
-    live = np.ones(a.shape, dtype=bool)
+    live = np.ones_like(a, dtype=bool)
     n = 0
     while live.any() and n < _MAX_ITER:
         n += 1
@@ -589,13 +587,13 @@ def _p_series(a, x, log_r):
 
 
 def _q_fraction(a, x, log_r):
-    """Q(a, x) by Legendre's continued fraction (DLMF 8.9.2) in Lentz's form, for x >= a + 1."""
+    """Q(a, x) by Legendre's continued fraction (DLMF §8.9) in Lentz's form, for x >= a + 1."""
     tiny = 1e-300
     b = x + 1.0 - a
     c = np.full_like(x, 1.0 / tiny)
     d = 1.0 / b
     h = d.copy()
-    live = np.ones(a.shape, dtype=bool)
+    live = np.ones_like(a, dtype=bool)
     n = 0
     while live.any() and n < _MAX_ITER:
         n += 1
@@ -621,7 +619,7 @@ def _lgamma1p_small(a):
 
 
 def _q_small_a(a, x):
-    """Q(a, x) for a < 1, x < a + 1 without forming 1 - P (DLMF 8.7.3):
+    """Q(a, x) for a < 1, x < a + 1 without forming 1 - P (DLMF §8.7):
     ``-expm1(a log x - lgamma(1+a)) - x^a / Gamma(1+a) sum_{n>=1} a (-x)^n / ((a+n) n!)``."""
     lg = np.where(a <= 0.2, _lgamma1p_small(np.minimum(a, 0.2)), lgamma64(1.0 + a))
     log_head = a * np.log(x) - lg

@@ -348,7 +348,8 @@ def _igamma_x_samples(d):
 
 
 def _igamma_fn(name):
-    return lambda lib, a, x: getattr(lib.special, name)(lib.tensor(a, dtype=x.dtype), x)
+    return lambda lib, a, x: getattr(lib.special, name)(
+        lib.tensor(a, dtype=x.dtype, device=x.device), x)
 
 
 # incomplete gamma: relative error grows with a |log(x/a)| (the condition of x^a), and torch's
