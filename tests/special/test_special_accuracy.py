@@ -143,3 +143,14 @@ def test_incomplete_gamma_accuracy(name):
     # condition of x^a e^-x / Gamma(a) in its arguments: a |log x| + x + a |digamma(a)|
     cond = 1 + a * np.abs(np.log(x)) + x + a * np.abs(np.log(a))
     _check(_ember(name, a, x), want, 32 * EPS * cond * np.abs(want), list(zip(a, x)))
+
+
+def test_incomplete_gamma_large_shape():
+    """Near x = a the series needs about 9 sqrt(a) terms; a up to 1e7 keeps full precision."""
+    a = np.repeat([1e3, 1e5, 1e7], 3)
+    x = a + np.tile([-3.0, 0.0, 3.0], 3) * np.sqrt(a)
+    want = _reference(lambda p, v: 1 - mp.gammainc(p, v, mp.inf, regularized=True), a, x)
+    got = _ember("gammainc", a, x)
+    cond = 1 + a * np.abs(np.log(x / a)) + np.sqrt(a)
+    _check(got, want, 32 * EPS * cond * np.abs(want), list(zip(a, x)))
+    np.testing.assert_allclose(got + _ember("gammaincc", a, x), 1.0, rtol=0, atol=4 * EPS)

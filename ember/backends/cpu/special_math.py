@@ -568,7 +568,7 @@ def _log_prefactor(a, x):
     return np.where(big, stirling, direct)
 
 
-_MAX_ITER = 4000
+_MAX_ITER = 100_000  # about 9 sqrt(a) terms are needed: full precision up to a ~ 1e8
 _ZETA_INT = {}  # zeta(k) for k = 2..40, filled below once zeta is defined
 
 
