@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from operator import index as as_index
 
 from ember.core import dtype as dt
 from ember.core.layout import canonical_dim, contiguous_strides
@@ -42,6 +43,8 @@ NORM_NONE, NORM_BY_ROOT_N, NORM_BY_N = 0, 1, 2
 
 def norm_code(norm: str | None, forward: bool) -> int:
     """torch's ``norm_from_string``: the normalization code of ``norm`` for one direction."""
+    if norm is not None and not isinstance(norm, str):
+        raise TypeError(f"argument 'norm' must be str, not {type(norm).__name__}")
     if norm is None or norm == "backward":
         return NORM_NONE if forward else NORM_BY_N
     if norm == "forward":
@@ -258,9 +261,19 @@ def _wrap(x: Tensor, dim) -> int:
 
 
 def _points(n) -> int:
+    n = _index(n, "n", "int")
     if n < 1:
         raise RuntimeError(f"Invalid number of data points ({n}) specified")
     return n
+
+
+def _index(value, arg: str, expected: str) -> int:
+    """``value`` as an int (anything with ``__index__``); TypeError like torch's parser."""
+    try:
+        return as_index(value)
+    except TypeError:
+        raise TypeError(f"argument '{arg}' must be {expected}, not "
+                        f"{type(value).__name__}") from None
 
 
 def _resize(x: Tensor, dims: tuple, sizes: tuple) -> Tensor:
@@ -291,7 +304,8 @@ def _shape_and_dims(x: Tensor, s, dim) -> tuple[tuple, tuple]:
             raise RuntimeError(f"Got shape with {len(s)} values but input tensor only has {nd} "
                                "dimensions.")
         dims = tuple(range(nd - len(s), nd)) if dims is None else dims
-        shape = tuple(x._shape[d] if n == -1 else int(n) for d, n in zip(dims, s))
+        s = tuple(_index(n, "s", "tuple of ints") for n in s)
+        shape = tuple(x._shape[d] if n == -1 else n for d, n in zip(dims, s))
     else:
         dims = tuple(range(nd)) if dims is None else dims
         shape = tuple(x._shape[d] for d in dims)

@@ -140,6 +140,10 @@ def _transform_errors():
     yield e("hfftn", cplx, {"out": ember.empty(0, dtype=ember.complex64)},
             "hfftn expects a floating point output tensor")
     yield e("fft", real, {"norm": "bad"}, 'Invalid normalization mode: "bad"')
+    yield e("fft", real, {"norm": 3}, "argument 'norm' must be str", TypeError)
+    yield e("fft", real, {"n": 2.5}, "argument 'n' must be int", TypeError)
+    yield e("fftn", real, {"s": (2.5, 3)}, "argument 's' must be tuple of ints", TypeError)
+    yield e("fft", real, {"dim": (0,)}, "argument 'dim' must be int", TypeError)
     yield e("fft", real, {"dim": 2}, "Dimension out of range", IndexError)
     yield e("fftn", real, {"dim": 5}, "Dimension out of range", IndexError)
     yield e("fft", cplx, {"out": ember.empty(2)}, "fft expects a complex output tensor")
