@@ -33,6 +33,7 @@ from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.transforms import *  # noqa: F403
 from ember.distributions.uniform import Uniform
 from ember.distributions.weibull import Weibull
+from ember.distributions.wishart import Wishart
 
 from ember.distributions.kl import kl_divergence, register_kl  # isort: skip
 
@@ -42,7 +43,7 @@ __all__ = ["Cauchy", "Distribution", "Exponential", "ExponentialFamily", "Fisher
            "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
            "MultivariateNormal", "Normal",
            "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
-           "TransformedDistribution", "Uniform", "Weibull", "biject_to",
+           "TransformedDistribution", "Uniform", "Weibull", "Wishart", "biject_to",
            "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
            *transforms.__all__]
 

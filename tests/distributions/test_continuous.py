@@ -19,6 +19,8 @@ import ember.distributions as ed
 from ._compare import ATOL, RTOL, assert_same, to_numpy
 
 _RNG = np.random.default_rng(0)
+# torch's Wishart.rsample warns when its own positive-definiteness check rounds the wrong way
+pytestmark = pytest.mark.filterwarnings("ignore:Singular sample detected")
 
 
 def _pos(*shape):
@@ -125,6 +127,15 @@ CASES = [
          lambda D, logits, loc, scale: D.MixtureSameFamily(
              D.Categorical(logits=logits), D.Independent(D.Normal(loc, scale), 1)),
          lambda: {"logits": _real(2, 3), "loc": _real(2, 3, 4), "scale": _pos(2, 3, 4)}),
+    Case("WishartCovariance",
+         lambda D, df, covariance_matrix: D.Wishart(df, covariance_matrix=covariance_matrix),
+         lambda: {"df": np.array([4.0, 6.5]), "covariance_matrix": _spd(2, 3)}),
+    Case("WishartScaleTril",
+         lambda D, df, scale_tril: D.Wishart(df, scale_tril=scale_tril),
+         lambda: {"df": np.array(3.5), "scale_tril": np.linalg.cholesky(_spd(2, 3))}),
+    Case("WishartPrecision",
+         lambda D, df, precision_matrix: D.Wishart(df, precision_matrix=precision_matrix),
+         lambda: {"df": np.array([5.0]), "precision_matrix": _spd(1, 2)}),
     Case("LowRankMultivariateNormal",
          lambda D, loc, cov_factor, cov_diag: D.LowRankMultivariateNormal(loc, cov_factor,
                                                                           cov_diag),
@@ -209,6 +220,10 @@ def test_expand_matches_torch(case):
     assert_same(big_ours.log_prob(ember.tensor(values.numpy().astype(np.float64))),
                 big_theirs.log_prob(values), **_tol(case))
     assert tuple(big_ours.sample((2,)).shape) == tuple(big_theirs.sample((2,)).shape)
+    if all(size == 1 for size in theirs.batch_shape):  # (7, 7) broadcasts: both expand
+        assert tuple(ours.expand((7, 7)).batch_shape) == tuple(theirs.expand((7, 7))
+                                                               .batch_shape) == (7, 7)
+        return
     with pytest.raises(RuntimeError):
         theirs.expand((7, 7))
     with pytest.raises(RuntimeError):
@@ -543,3 +558,25 @@ def test_inverse_gamma_rsample_gradient_is_unbiased():
     ember.manual_seed(27)
     ed.InverseGamma(c, ember.tensor(rate0, dtype=ember.float64)).rsample().sum().backward()
     _per_sample_mean_within(c.grad, -rate0 / (c0 - 1) ** 2, n)
+
+
+def test_wishart_rsample_df_gradient_is_unbiased():
+    """d/d df E[tr X] = tr Σ for X ~ Wishart(df, Σ)."""
+    n, df0 = 20000, 4.5
+    cov = _spd(1, 3)[0]
+    df = ember.full((n,), df0, dtype=ember.float64, requires_grad=True)
+    ember.manual_seed(28)
+    x = ed.Wishart(df, covariance_matrix=ember.tensor(cov)).rsample()
+    x.diagonal(dim1=-2, dim2=-1).sum().backward()
+    _per_sample_mean_within(df.grad, float(np.trace(cov)), n)
+
+
+def test_wishart_errors_match_torch():
+    # torch asserts the matrix arguments; ember raises ValueError with the same text
+    for build in (lambda D, T: D.Wishart(T.tensor(1.0), T.eye(3, dtype=T.float64)),
+                  lambda D, T: D.Wishart(T.tensor(4.0))):
+        with pytest.raises((ValueError, AssertionError)) as theirs:
+            build(td, torch)
+        with pytest.raises(ValueError) as ours:
+            build(ed, ember)
+        assert str(ours.value) == str(theirs.value)
