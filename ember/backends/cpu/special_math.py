@@ -274,29 +274,44 @@ _MILLER_BINS = ((2.0, 5.0, 30), (5.0, 10.0, 40), (10.0, 15.0, 50), (15.0, 20.0, 
                 (20.0, 25.0, 70))
 
 
+def _neumann_weights(start: int) -> tuple:
+    """Per index m of the recurrence, the weights of J_m in the normalisation
+    ``J0 + 2 sum J_2k``, in ``sum_k (-1)^k J_2k / k`` (Y0) and in
+    ``sum_k (-1)^k (J_{2k-1} - J_{2k+1}) / k`` (Y1), for k = 1 .. start/2 - 1."""
+    norm, y0, y1 = [0.0] * (start + 1), [0.0] * (start + 1), [0.0] * (start + 1)
+    norm[0] = 1.0
+    for k in range(1, start // 2):
+        sign = -1.0 if k % 2 else 1.0
+        norm[2 * k] = 2.0
+        y0[2 * k] = sign / k
+        y1[2 * k - 1] += sign / k
+        y1[2 * k + 1] -= sign / k
+    return norm, y0, y1
+
+
 def _j_y_miller(x, start: int = _MILLER_START):
     """(J0, J1, Y0, Y1) for 2 < x <= 25: Miller's backward recurrence normalised by
     ``J0 + 2 sum J_2k = 1``, Y0 from Neumann's series (both DLMF §10.23), Y1 as
-    its negated derivative."""
+    its negated derivative. The sums are taken as the recurrence runs (no J_n is kept)."""
+    w_norm, w_y0, w_y1 = _neumann_weights(start)
     inv2 = 2.0 / x
     upper = np.zeros_like(x)  # J_{n+1}
-    cur = np.full_like(x, 1e-30)  # J_n at n = start
+    cur = np.full_like(x, 1e-30)  # J_n, from n = start down
     norm = np.zeros_like(x)
-    y0_sum = np.zeros_like(x)  # sum_k (-1)^k J_2k / k
-    y1_sum = np.zeros_like(x)  # sum_k (-1)^k (J_{2k-1} - J_{2k+1}) / k
-    j = {}
+    y0_sum = np.zeros_like(x)
+    y1_sum = np.zeros_like(x)
     for n in range(start, 0, -1):
-        lower = n * inv2 * cur - upper  # J_{n-1}
-        j[n] = cur
-        upper, cur = cur, lower
-    j[0] = cur
-    for k in range(1, start // 2):
-        sign = -1.0 if k % 2 else 1.0
-        norm += j[2 * k]
-        y0_sum += sign * j[2 * k] / k
-        y1_sum += sign * (j[2 * k - 1] - j[2 * k + 1]) / k
-    norm = j[0] + 2.0 * norm
-    j0, j1 = j[0] / norm, j[1] / norm
+        if w_norm[n]:
+            norm += w_norm[n] * cur
+        if w_y0[n]:
+            y0_sum += w_y0[n] * cur
+        if w_y1[n]:
+            y1_sum += w_y1[n] * cur
+        if n == 1:
+            j1 = cur
+        upper, cur = cur, n * inv2 * cur - upper
+    norm += cur
+    j0, j1 = cur / norm, j1 / norm
     log_term = np.log(0.5 * x) + _EULER
     y0 = _TWO_OVER_PI * (log_term * j0 - 2.0 * y0_sum / norm)
     y1 = _TWO_OVER_PI * (log_term * j1 - j0 / x + y1_sum / norm)
@@ -408,21 +423,22 @@ def _airy_maclaurin(x):
 
 def _j_fractional(z, nu: float):
     """J_nu(z) for nu = +-1/3 and 0.6 <= z <= 25: Miller's backward recurrence normalised by
-    ``(z/2)^nu = sum_k (nu + 2k) Gamma(nu + k) / k! J_{nu+2k}(z)`` (DLMF §10.23)."""
-    upper = np.zeros_like(z)
-    cur = np.full_like(z, 1e-30)
-    values = {}
-    for n in range(_MILLER_START, 0, -1):
-        lower = 2.0 * (nu + n) / z * cur - upper
-        values[n] = cur
-        upper, cur = cur, lower
-    values[0] = cur
-    norm = math.gamma(nu + 1.0) * values[0]
+    ``(z/2)^nu = sum_k (nu + 2k) Gamma(nu + k) / k! J_{nu+2k}(z)`` (DLMF §10.23), the sum
+    taken as the recurrence runs."""
+    weights = [0.0] * (_MILLER_START + 1)
     g = math.gamma(nu)  # Gamma(nu + k) / k!
     for k in range(1, _MILLER_START // 2):
         g *= (nu + k - 1) / k
-        norm = norm + (nu + 2 * k) * g * values[2 * k]
-    return values[0] * np.power(0.5 * z, nu) / norm
+        weights[2 * k] = (nu + 2 * k) * g
+    upper = np.zeros_like(z)
+    cur = np.full_like(z, 1e-30)
+    norm = np.zeros_like(z)
+    for n in range(_MILLER_START, 0, -1):
+        if weights[n]:
+            norm += weights[n] * cur
+        upper, cur = cur, 2.0 * (nu + n) / z * cur - upper
+    norm += math.gamma(nu + 1.0) * cur
+    return cur * np.power(0.5 * z, nu) / norm
 
 
 _AIRY_U = [float(Fraction(math.prod(range(2 * k + 1, 6 * k, 2)), 216 ** k * math.factorial(k)))
