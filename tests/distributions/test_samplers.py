@@ -230,3 +230,19 @@ def test_standard_gamma_grad_is_continuous_across_the_large_alpha_switch():
 def test_binomial_nan_gives_nan():
     got = ember.binomial(ember.tensor([float("nan"), 3.0]), ember.tensor([0.5, float("nan")]))
     assert np.isnan(got.numpy()).all()
+
+
+def _device_cases():
+    from tests.dispatch.test_private_device import _cases
+    from tests.ops.opdb import random_dists
+
+    return _cases(random_dists)
+
+
+@pytest.mark.parametrize("info,dtype", _device_cases())
+def test_op_table_on_a_device_whose_arrays_refuse_host_arrays(info, dtype):
+    # the samplers compute on the host and copy in and out once: on a device with CuPy-like
+    # arrays their outputs are device arrays, and the gradients equal the CPU's
+    from tests.dispatch.test_device_arrays import _run
+
+    _run(info, dtype)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.backends.cpu import _xp as xp
 from ember.backends.cpu._util import arr, new_output
 from ember.backends.cpu.pointwise import digamma64, lgamma64
 from ember.backends.cpu.random import _gen, _store
@@ -400,8 +401,19 @@ def binomial(g, count: np.ndarray, prob: np.ndarray) -> np.ndarray:
 
 
 # -- kernels ----------------------------------------------------------------------------------
+# The samplers and gradients compute on the host in float64 (the Philox draws are host
+# arrays); a device tensor's values come over once and the result goes back once.
 def _f64(t) -> np.ndarray:
-    return arr(t).astype(np.float64)
+    return np.asarray(xp.to_host(t, arr(t)), dtype=np.float64)
+
+
+def _write(t, values: np.ndarray):
+    if t._device.type == "cpu":
+        return _store(t, values)
+    if values.size:
+        host = values.reshape(t._shape).astype(arr(t).dtype)
+        arr(t)[...] = xp.from_host(t, host)
+    return t
 
 
 @rd._standard_gamma.impl("CPU")
@@ -410,7 +422,7 @@ def _standard_gamma_kernel(input, generator=None):
     g = _gen(generator)
     t = new_output(spec.shape, spec.dtype)
     tiny = float(dt.finfo(spec.dtype).tiny)
-    return _store(t, standard_gamma(g, _f64(input), tiny))
+    return _write(t, standard_gamma(g, _f64(input), tiny))
 
 
 @rd._standard_gamma_grad.impl("CPU")
@@ -419,7 +431,7 @@ def _standard_gamma_grad_kernel(input, output):
     t = new_output(spec.shape, spec.dtype)
     a = np.broadcast_to(_f64(input), spec.shape).reshape(-1)
     x = np.broadcast_to(_f64(output), spec.shape).reshape(-1)
-    return _store(t, standard_gamma_grad(a, x))
+    return _write(t, standard_gamma_grad(a, x))
 
 
 @rd._sample_dirichlet.impl("CPU")
@@ -433,7 +445,7 @@ def _sample_dirichlet_kernel(input, generator=None):
     gam = gam.reshape(-1, spec.shape[-1]) if spec.shape else gam.reshape(1, 1)
     x = gam / gam.sum(axis=-1, keepdims=True)
     info = dt.finfo(spec.dtype)
-    return _store(t, np.clip(x, float(info.tiny), 1.0 - float(info.eps) / 2))
+    return _write(t, np.clip(x, float(info.tiny), 1.0 - float(info.eps) / 2))
 
 
 @rd._dirichlet_grad.impl("CPU")
@@ -442,7 +454,7 @@ def _dirichlet_grad_kernel(x, alpha, total):
     t = new_output(spec.shape, spec.dtype)
     xs, a, tot = (np.broadcast_to(_f64(v), spec.shape).reshape(-1) for v in (x, alpha, total))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _store(t, beta_grad_alpha(xs, a, tot - a) / (1.0 - xs))
+        return _write(t, beta_grad_alpha(xs, a, tot - a) / (1.0 - xs))
 
 
 @rd.poisson.impl("CPU")
@@ -453,7 +465,7 @@ def _poisson_kernel(input, generator=None):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     g = _gen(generator)
     t = new_output(spec.shape, spec.dtype)
-    return _store(t, poisson(g, rate))
+    return _write(t, poisson(g, rate))
 
 
 @rd.binomial.impl("CPU")
@@ -463,4 +475,4 @@ def _binomial_kernel(count, prob, generator=None):
     t = new_output(spec.shape, spec.dtype)
     n = np.broadcast_to(_f64(count), spec.shape)
     p = np.broadcast_to(_f64(prob), spec.shape)
-    return _store(t, binomial(g, n, p))
+    return _write(t, binomial(g, n, p))
