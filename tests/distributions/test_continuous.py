@@ -580,3 +580,13 @@ def test_wishart_errors_match_torch():
         with pytest.raises(ValueError) as ours:
             build(ed, ember)
         assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("family", ["Normal", "Laplace", "Gumbel", "Cauchy", "LogNormal"])
+def test_empty_batch_matches_torch(family):
+    ours = getattr(ed, family)(ember.zeros(0, 3, dtype=ember.float64), 1.0)
+    theirs = getattr(td, family)(torch.zeros(0, 3, dtype=torch.float64), 1.0)
+    assert tuple(ours.sample((2,)).shape) == tuple(theirs.sample((2,)).shape) == (2, 0, 3)
+    assert_same(ours.log_prob(ember.zeros(0, 3, dtype=ember.float64)),
+                theirs.log_prob(torch.zeros(0, 3, dtype=torch.float64)))
+    assert_same(ours.entropy(), theirs.entropy())
