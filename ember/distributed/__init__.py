@@ -20,6 +20,13 @@ size come from MPI. Under Slurm: ``srun -N 2 --ntasks-per-node 2 python train.py
 
 ``empty_shared`` allocates tensors the engine reduces without a copy-in (DDP's buckets);
 ``EMBER_DISTRIBUTED_DEBUG=DETAIL`` logs every collective and checks that the ranks agree.
+
+Faults: a rank that raises, dies or hangs makes the others raise ``DistBackendError`` naming
+it (a hang: the timeout) within ``init_process_group(timeout=...)`` on both engines; the
+launcher then reports the first failure and exits non-zero. Under ``mpiexec`` a rank killed
+by a signal ends the whole job at once (MPICH's launcher names it); a raising rank tells the
+others, then ends the job with ``MPI_Abort`` (NOTE [MPI faults] in ``mpi.py``).
+``Work.wait(timeout)`` and ``monitored_barrier`` bound a single wait.
 """
 
 from __future__ import annotations

@@ -152,6 +152,15 @@ def pieces(r: int, n: int) -> None:
     avg = t_of(parts[r])
     dist.all_reduce(avg, op=ReduceOp.AVG)
     check(avg, ref / n, tol / n, "all_reduce AVG in pieces")
+    for dtype, op in (("bfloat16", ReduceOp.SUM), ("int8", ReduceOp.MAX), ("bool", ReduceOp.SUM),
+                      ("float64", ReduceOp.PRODUCT)):
+        item = getattr(ember, dtype).itemsize
+        count = 2 * pg.piece_bytes // item + 5 if dist.get_backend() == "shm" else 1 << 16
+        parts = [data(j, (count,), dtype, op, salt=3) for j in range(n)]
+        ref, tol = expected(parts, op)
+        x = t_of(parts[r])
+        dist.all_reduce(x, op=op)
+        check(x, ref, tol, f"all_reduce {dtype} {op} in pieces")
 
 
 def batched_and_objects(r: int, n: int) -> None:
