@@ -76,7 +76,8 @@ def fft_out_strides(in_strides: tuple, out_shape: tuple, dims: tuple) -> tuple:
     return tuple(strides)
 
 
-def _check_dims(name: str, x: Tensor, dim) -> tuple:
+def _check_dims(x: Tensor, dim) -> tuple:
+    """``dim`` wrapped into ``x``'s dims (torch's ``maybe_wrap_dims`` without scalar wrapping)."""
     nd = len(x._shape)
     if nd == 0 and dim:
         raise IndexError(f"Dimension specified as {dim[0]} but tensor has no dimensions")
@@ -100,7 +101,7 @@ def _fft_c2c(self: Tensor, dim, normalization: int, forward: bool):
         >>> ember.ops.fft._fft_c2c(x, [0], 0, True).real.tolist()
         [1.0, 1.0, 1.0, 1.0]
     """
-    dims = _check_dims("_fft_c2c", self, dim)
+    dims = _check_dims(self, dim)
     if not self._dtype.is_complex:
         raise RuntimeError(f"Only supports complex dtypes, but found: {self._dtype.scalar_name}")
     strides = fft_out_strides(self._stride, self._shape, _sorted_dims(self._stride, dims))
@@ -129,7 +130,7 @@ def _fft_r2c(self: Tensor, dim, normalization: int, onesided: bool):
         >>> ember.ops.fft._fft_r2c(ember.tensor([1.0, 2.0, 3.0]), [0], 0, True).real.tolist()
         [6.0, -1.5]
     """
-    dims = _check_dims("_fft_r2c", self, dim)
+    dims = _check_dims(self, dim)
     if not self._dtype.is_floating_point:
         raise RuntimeError(f"Only supports floating-point dtypes, but found: "
                            f"{self._dtype.scalar_name}")
@@ -157,7 +158,7 @@ def _fft_c2r(self: Tensor, dim, normalization: int, last_dim_size: int):
         >>> ember.ops.fft._fft_c2r(x, [0], 2, 3).tolist()
         [1.0, 2.5, 2.5]
     """
-    dims = _check_dims("_fft_c2r", self, dim)
+    dims = _check_dims(self, dim)
     if not self._dtype.is_complex:
         raise RuntimeError(f"Only supports complex dtypes, but found: {self._dtype.scalar_name}")
     shape = list(self._shape)
@@ -191,7 +192,7 @@ def _fft_r2c_backward(grad: Tensor, dim, normalization: int, onesided: bool,
         >>> ember.ops.fft._fft_r2c_backward(g, [0], 0, True, 3).tolist()
         [1.0, 1.0, 1.0]
     """
-    dims = _check_dims("_fft_r2c_backward", grad, dim)
+    dims = _check_dims(grad, dim)
     shape = list(grad._shape)
     shape[dims[-1]] = int(last_dim_size)
     return Spec(tuple(shape), grad._dtype.to_real())
@@ -209,7 +210,7 @@ def _fft_c2r_backward(grad: Tensor, dim, normalization: int):
         >>> ember.ops.fft._fft_c2r_backward(g, [0], 0).real.tolist()
         [1.0, 2.0]
     """
-    dims = _check_dims("_fft_c2r_backward", grad, dim)
+    dims = _check_dims(grad, dim)
     shape = list(grad._shape)
     shape[dims[-1]] = shape[dims[-1]] // 2 + 1
     return Spec(tuple(shape), grad._dtype.to_complex())
@@ -257,7 +258,7 @@ def _promote(x: Tensor, require_complex: bool = False) -> Tensor:
 def _wrap(x: Tensor, dim) -> int:
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"argument 'dim' must be int, not {type(dim).__name__}")
-    return _check_dims("fft", x, (dim,))[0]
+    return _check_dims(x, (dim,))[0]
 
 
 def _points(n) -> int:
@@ -293,7 +294,7 @@ def _shape_and_dims(x: Tensor, s, dim) -> tuple[tuple, tuple]:
     nd = len(x._shape)
     dims = None
     if dim is not None:
-        dims = _check_dims("fftn", x, (dim,) if isinstance(dim, int) else tuple(dim))
+        dims = _check_dims(x, (dim,) if isinstance(dim, int) else tuple(dim))
         if len(set(dims)) != len(dims):
             raise RuntimeError("FFT dims must be unique")
     if s is not None:
@@ -319,9 +320,8 @@ def _c2r_shape_and_dims(name: str, x: Tensor, s, dim) -> tuple[tuple, tuple, int
     shape, dims = _shape_and_dims(x, s, dim)
     if not shape:
         raise RuntimeError(f"{name} must transform at least one axis")
-    given = s is not None and not isinstance(s, int) and tuple(s)[-1] != -1 or \
-        isinstance(s, int) and s != -1
-    last = _points(shape[-1] if given else 2 * (x._shape[dims[-1]] - 1))
+    s_last = None if s is None else s if isinstance(s, int) else tuple(s)[-1]
+    last = _points(shape[-1] if s_last not in (None, -1) else 2 * (x._shape[dims[-1]] - 1))
     return shape[:-1] + (last // 2 + 1,), dims, last
 
 
