@@ -104,8 +104,9 @@ def ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def log_ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """``log(ndtr(x))``: through ``erfc`` down to -10 (float32) or -20 (float64), below by the
-    asymptotic series ``-x**2/2 - log(-x) - log(2 pi)/2 + log(1 - 1/x**2 + 3/x**4 - ...)``.
+    """``log(ndtr(x))`` as torch computes it: ``log(erfcx(-x/sqrt 2) / 2) - x**2 / 2`` below
+    -1 (no underflow however far out), ``log1p(-erfc(x/sqrt 2) / 2)`` above (tiny negative
+    values, not 0, up to x = 38).
 
     Raises:
         NotImplementedError: half-precision input (as torch's kernel).
@@ -119,13 +120,12 @@ def log_ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     if input.dtype in (dt.float16, dt.bfloat16):
         raise not_implemented("log_ndtr_cpu", input.dtype)
     x = _float(input)
-    cut = -10.0 if x.dtype is dt.float32 else -20.0
-    direct = (erfc(where(x < cut, 0.0, x) * (-1 / math.sqrt(2))) * 0.5).log()
-    t = where(x < cut, x, cut)
-    inv2 = (t * t).reciprocal()
-    series = 1 - inv2 * (1 - inv2 * (3 - inv2 * (15 - inv2 * 105)))
-    tail = -(t * t) * 0.5 - (-t).log() - 0.5 * math.log(2 * math.pi) + series.log()
-    return write_out(where(x < cut, tail, direct), out, "log_ndtr")
+    low = x < -1
+    # each branch sees a safe argument, so the other branch's gradient is never NaN * 0
+    t = where(low, x, -1.0)
+    tail = (erfcx(t * (-1 / math.sqrt(2))) * 0.5).log() - t * t * 0.5
+    body = (erfc(where(low, 0.0, x) * (1 / math.sqrt(2))) * -0.5).log1p()
+    return write_out(where(low, tail, body), out, "log_ndtr")
 
 
 def xlog1py(input, other, *, out: Tensor | None = None) -> Tensor:

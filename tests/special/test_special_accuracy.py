@@ -154,3 +154,13 @@ def test_incomplete_gamma_large_shape():
     cond = 1 + a * np.abs(np.log(x / a)) + np.sqrt(a)
     _check(got, want, 32 * EPS * cond * np.abs(want), list(zip(a, x)))
     np.testing.assert_allclose(got + _ember("gammaincc", a, x), 1.0, rtol=0, atol=4 * EPS)
+
+
+def test_log_ndtr_accuracy():
+    """Far left through erfcx (no underflow), far right tiny negative values (not 0)."""
+    x = np.concatenate([RNG.uniform(-60, 37, 200), -np.logspace(0, 8, 30), [-1.0, 10.0]])
+    want = np.array([float(mp.log1p(-mp.ncdf(-mp.mpf(v)))) if v > 0 else
+                     float(mp.log(mp.ncdf(mp.mpf(v)))) for v in x])
+    # log(ndtr) ~ -ndtr(-x) on the right: the argument's rounding moves it by x**2 relative
+    tol = 16 * EPS * (1 + np.where(x > 0, x * x, 0)) * np.abs(want)
+    _check(_ember("log_ndtr", x), want, tol, x)
