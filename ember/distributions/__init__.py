@@ -71,5 +71,5 @@ from ember.distributions.von_mises import VonMises  # noqa: E402
 
 __all__ += ["Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "ContinuousBernoulli",
             "Dirichlet", "Gamma", "Geometric", "Kumaraswamy", "LKJCholesky", "Multinomial",
-            "NegativeBinomial",
-            "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson", "VonMises"]
+            "NegativeBinomial", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+            "Poisson", "VonMises"]
