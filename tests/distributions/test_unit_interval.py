@@ -31,7 +31,7 @@ FAMILIES = [
            {"logits": np.array([-3.0, 1e-4, 0.0, 2.0])}, np.array([0.1, 0.5, 0.7, 1.0]),
            grad=("logits",), cdf=True),
     Family("kumaraswamy", "Kumaraswamy", {"concentration1": A, "concentration0": B},
-           np.array([0.2, 0.5, 0.9]), grad=("concentration1", "concentration0")),
+           np.array([0.2, 0.5, 0.9]), grad=("concentration1", "concentration0"), cdf=True),
 ]
 IDS = [f.name for f in FAMILIES]
 
