@@ -1,4 +1,5 @@
-"""Special and miscellaneous pointwise functions of torch's top level.
+"""Special and miscellaneous pointwise functions of torch's top level, and torch.special's
+own operators.
 
 ``xlogy``, ``signbit``, ``sgn``, ``heaviside``, ``deg2rad``/``rad2deg``, ``float_power``,
 ``nextafter``, ``i0``, ``polygamma`` and ``mvlgamma``, with their in-place twins. Most are
@@ -6,6 +7,11 @@ composites of the pointwise family (their gradients follow from the ops they cal
 own composites do); ``heaviside``, ``nextafter`` and ``i0`` need values NumPy gives directly and
 are operators with CPU kernels in ``ember.backends.cpu.special``. Composites that torch runs in
 opmath compute half types in float32 and round once, as torch does.
+
+The Bessel, Airy, Hurwitz zeta, incomplete gamma (``igamma``/``igammac``) and orthogonal
+polynomial functions, ``erfcx``, ``ndtri``, ``i1``, ``i0e`` and ``i1e`` are operators
+``special_<name>`` (NOTE [torch.special operators]), collected in ``SPECIAL_OPS`` and
+re-exported under torch's names by ``ember.special``.
 """
 
 from __future__ import annotations
