@@ -185,3 +185,21 @@ def test_compiled_rsample_and_gradients_equal_eager():
     np.testing.assert_allclose(compiled.item(), eager.item(), rtol=1e-12)
     for a, b in zip(compiled_grads, eager_grads):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("family", [FAMILIES[0], FAMILIES[3], FAMILIES[5]], ids=[
+    "gamma", "beta", "dirichlet"])
+def test_non_contiguous_parameters_give_the_same_results(family):
+    # parameters as transposed views of column-major buffers: same values, hostile strides
+    dense = {k: ember.tensor(v) for k, v in family.params.items()}
+    strided = {k: ember.tensor(np.ascontiguousarray(v.T)).T for k, v in family.params.items()}
+    assert not next(iter(strided.values())).is_contiguous()
+    cls = getattr(ember.distributions, family.cls)
+    a, b = cls(**dense), cls(**strided)
+    value = ember.tensor(family.values)
+    np.testing.assert_array_equal(a.log_prob(value).numpy(), b.log_prob(value).numpy())
+    np.testing.assert_array_equal(a.entropy().numpy(), b.entropy().numpy())
+    ember.manual_seed(5)
+    x = a.rsample((3,))
+    ember.manual_seed(5)
+    np.testing.assert_array_equal(x.numpy(), b.rsample((3,)).numpy())
