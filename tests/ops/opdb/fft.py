@@ -68,7 +68,7 @@ def _one_d_samples(complex_input, hermitian=False):
                 if hermitian and n is None and shape[dim] < 2:
                     continue
                 for lay in VIEWS if complex_input else ("contiguous", "permuted", "strided",
-                                                        "offset"):
+                                                        "offset", "expanded"):
                     kw = {"dim": dim, "n": n, "norm": next(norms)}
                     if complex_input:
                         src = _source_shape(shape, lay) + (2,)
