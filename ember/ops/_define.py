@@ -71,6 +71,8 @@ _DUNDERS_OF, _PROPERTIES_OF = _inverse(DUNDERS), _inverse(PROPERTIES)
 
 def bind_method(name: str, fn: Callable) -> None:
     """Attach ``fn`` to ``Tensor`` as method ``name``, its protocols and properties."""
+    if isinstance(fn, Operator):
+        fn = fn.method  # NOTE [Tensor methods are functions] in ember/dispatch/dispatcher.py
     if name not in _PROPERTY_ONLY:
         setattr(Tensor, name, fn)
     for dunder in _DUNDERS_OF.get(name, ()):
