@@ -544,7 +544,7 @@ class ShmProcessGroup(ProcessGroup):
              timeout: float | None = None) -> int:
         limit = self.timeout if timeout is None else timeout
         if src is None:
-            src = self._any_source(tag, limit)
+            src = self._any_source(tag, limit, timeout is not None)
         key = self._p2p_key(src, self._rank, tag, peek=True)
         deadline = time.monotonic() + limit
         while not self.store.check([key]):
@@ -566,7 +566,7 @@ class ShmProcessGroup(ProcessGroup):
         dst[:] = np.frombuffer(data, np.uint8)
         return src
 
-    def _any_source(self, tag: int, limit: float) -> int:
+    def _any_source(self, tag: int, limit: float, soft: bool) -> int:
         deadline = time.monotonic() + limit
         while True:
             for j in self._peers:
@@ -576,7 +576,7 @@ class ShmProcessGroup(ProcessGroup):
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.001)
-        if limit != self.timeout:
+        if soft:
             raise TimeoutError(f"no message from any rank within {limit:g}s")
         raise DistBackendError(f"recv: no message for rank {self.ranks[self._rank]} within "
                                f"{self.timeout:g}s")
