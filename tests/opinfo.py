@@ -23,9 +23,10 @@ ALL = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "i
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 INTS = ("int8", "int16", "int32", "int64", "uint8")
 NUMERIC = FLOATS + INTS
+COMPLEX = ("complex64", "complex128")  # entries list them where torch computes in complex
 
 TOL = {"float32": (1e-5, 1.3e-6), "float64": (1e-7, 1e-7), "float16": (1e-3, 1e-3),
-       "bfloat16": (1.6e-2, 1e-5)}
+       "bfloat16": (1.6e-2, 1e-5), "complex64": (1e-5, 1.3e-6), "complex128": (1e-7, 1e-7)}
 
 
 @dataclass
@@ -93,6 +94,8 @@ def _values(shape, dtype: str, low=None, high=None) -> np.ndarray:
         return _RNG.integers(lo, hi, n).astype(dtype).reshape(shape)
     lo = -3.0 if low is None else low
     hi = 3.0 if high is None else high
+    if dtype in COMPLEX:  # both parts in the range
+        return (_RNG.uniform(lo, hi, n) + 1j * _RNG.uniform(lo, hi, n)).reshape(shape)
     return _RNG.uniform(lo, hi, n).reshape(shape)
 
 
@@ -200,6 +203,8 @@ def to_torch(x, memo=None):
                 out = torch.empty_strided(tuple(x.shape), x.stride(), dtype=td)
             else:
                 out = typed.as_strided(tuple(x.shape), x.stride(), x.storage_offset())
+        if x.is_conj():  # the stored values, read conjugated in both libraries
+            out = out.conj()
         return out.requires_grad_(x.requires_grad) if x.requires_grad else out
     if isinstance(x, ember.DType):
         return torch_dtype(x)
@@ -217,9 +222,10 @@ def to_torch(x, memo=None):
 def to_meta(x):
     """Replace ember CPU tensors inside ``x`` by meta tensors of the same geometry."""
     if isinstance(x, ember.Tensor):
-        return ember.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta") \
+        m = ember.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta") \
             if x.storage_offset() == 0 else ember.empty_strided(
                 x.shape, x.stride(), dtype=x.dtype, device="meta")
+        return m.conj() if x.is_conj() else m
     if isinstance(x, list):
         return [to_meta(v) for v in x]
     if isinstance(x, tuple):
@@ -230,7 +236,7 @@ def to_meta(x):
 
 
 def as_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
+    t = t.detach().resolve_conj().resolve_neg()
     if t.dtype == torch.bfloat16:
         t = t.float()
     return t.numpy()
@@ -249,11 +255,12 @@ def assert_same(e_out, t_out, info: OpInfo, dtype: str, path="out"):
                 f"{path}: stride {e_out.stride()} != torch {t_out.stride()}"
         if info.compare_values and t_out.device.type != "meta":
             rtol, atol = info.tol.get(dtype, TOL.get(e_out.dtype.name, (0, 0)))
-            e = np.asarray(e_out.detach().numpy() if e_out.dtype.name != "bfloat16"
-                           else e_out.detach().float().numpy())
+            e = np.asarray(e_out.detach().resolve_conj().numpy()
+                           if e_out.dtype.name != "bfloat16" else e_out.detach().float().numpy())
             t = as_numpy(t_out)
-            np.testing.assert_allclose(e.astype(np.float64) if e.dtype != bool else e,
-                                       t.astype(np.float64) if t.dtype != bool else t,
+            wide = np.complex128 if e.dtype.kind == "c" else np.float64
+            np.testing.assert_allclose(e.astype(wide) if e.dtype != bool else e,
+                                       t.astype(wide) if t.dtype != bool else t,
                                        rtol=rtol, atol=atol, equal_nan=info.equal_nan,
                                        err_msg=f"{path} values differ")
     elif isinstance(t_out, tuple | list):

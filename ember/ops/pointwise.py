@@ -765,7 +765,9 @@ def _declare_unary(name: str, row: Unary):
     _export(name, op)
     if row.inplace:
         def rule_(self):
-            shape, _, res = unary_plan(name, row, self)
+            shape, comp, res = unary_plan(name, row, self)
+            if name == "abs" and comp.is_complex:  # |z| is real: it cannot stay in place
+                raise RuntimeError("In-place abs is not supported for complex tensors.")
             check_inplace(self, shape, res)
             return Spec(self._shape, self._dtype)
 

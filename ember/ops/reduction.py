@@ -386,20 +386,20 @@ def _nanmean_backward(ctx, grad):
 def extremum_all_spec(name: str, input: Tensor) -> Spec:
     """Spec of ``max(input)``-like full reductions: 0-d, RuntimeError when empty."""
     _require_tensor(name, input)
-    _no_complex(f"{name}_all", input)
     if numel(input._shape) == 0:
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                            "== 0. Specify the reduction dim with the 'dim' argument.")
+    _no_complex(f"{name}_all", input)
     return Spec((), input._dtype)
 
 
 def extremum_dim_plan(name: str, input: Tensor, dim, keepdim: bool) -> tuple[int, tuple, tuple]:
     """(canonical dim, reduced dims, output shape) of max/min/median/mode along one dim."""
     _require_tensor(name, input)
-    _no_complex(name, input, RuntimeError, f"{name}(): does not support complex input")
     d = single_dim(name, input._shape, dim)
     dims = (d,) if input._shape else ()
     _check_nonempty_dims(name, input._shape, dims)
+    _no_complex(name, input, RuntimeError, f"{name}(): does not support complex input")
     return d, dims, reduced_shape(input._shape, dims, keepdim)
 
 
@@ -512,7 +512,6 @@ def min(input, dim=None, keepdim=False, *, other=None, out=None):  # noqa: A001
 def amax_plan(name: str, input: Tensor, dim, keepdim: bool) -> tuple[tuple, Spec]:
     """dims and Spec of amax/amin: no identity, so empty reductions raise like torch."""
     _require_tensor(name, input)
-    _no_complex(f"{name[1:]}_values_cpu" if name in ("amax", "amin") else name, input)
     unspecified = dim is None or (isinstance(dim, list | tuple) and not dim)
     if unspecified and numel(input._shape) == 0:
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
@@ -522,7 +521,10 @@ def amax_plan(name: str, input: Tensor, dim, keepdim: bool) -> tuple[tuple, Spec
             _check_nonempty_dims(name, input._shape, (canonical_dim(g, len(input._shape)),),
                                  shown=g)
     dims = reduction_dims(input._shape, dim)
-    return dims, Spec(reduced_shape(input._shape, dims, keepdim), input._dtype)
+    shape = reduced_shape(input._shape, dims, keepdim)
+    if numel(shape):  # like torch, an empty result runs no kernel and refuses nothing
+        _no_complex(f"{name[1:]}_values_cpu" if name in ("amax", "amin") else name, input)
+    return dims, Spec(shape, input._dtype)
 
 
 @operator("amax(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!)? out=None) "
@@ -1234,7 +1236,10 @@ def _cumprod_zeros_grad(grad: Tensor, x: Tensor, d: int, result: Tensor, k: Tens
 
 @derivative(cumprod, save=("input", "result"))
 def _cumprod_backward(ctx, grad):
-    return _cumprod_grad(grad, ctx.input, ctx.dim, ctx.result)
+    x, result = ctx.input, ctx.result
+    if x._dtype.is_complex:  # a rule of products of the factors: conjugate them
+        x, result, grad = x.conj(), result.conj(), grad.to(x._dtype)  # torch's casts
+    return _cumprod_grad(grad, x, ctx.dim, result)
 
 
 def _inplace_scan_spec(name: str, self: Tensor, dim, dtype) -> Spec:

@@ -10,6 +10,7 @@ import ember
 from tests.opinfo import (
     ALL,
     BROADCAST_PAIRS,
+    COMPLEX,
     FLOATS,
     ErrorInput,
     OpInfo,
@@ -64,12 +65,13 @@ def _special_values(d):
 
 OPS: list[OpInfo] = []
 for _name, _dom in UNARY_DOMAINS.items():
-    OPS.append(OpInfo(_name, _fn(_name), _unary(_name, _dom), dtypes=ALL, tol=LOOSE))
+    # complex dtypes too: torch computes most of these in complex and refuses the rest
+    OPS.append(OpInfo(_name, _fn(_name), _unary(_name, _dom), dtypes=ALL + COMPLEX, tol=LOOSE))
     OPS.append(OpInfo(_name + "_special", _fn(_name), _special_values, dtypes=FLOATS[:2],
                       tol={"float32": (1e-5, 1e-5), "float64": (1e-6, 1e-7)}))
     if _name not in NO_INPLACE:
-        OPS.append(OpInfo(_name + "_", _method_(_name), _unary(_name, _dom), dtypes=ALL,
-                          tol=LOOSE))
+        OPS.append(OpInfo(_name + "_", _method_(_name), _unary(_name, _dom),
+                          dtypes=ALL + COMPLEX, tol=LOOSE))
     OPS.append(OpInfo(_name + "_method", lambda lib, x, _n=_name: getattr(x, _n)(),
                       _unary(_name, _dom), dtypes=("float32", "int64")))
 
@@ -153,7 +155,8 @@ def _binary_gen(name):
 
 def _mixed_samples(d):
     """``d`` against every other dtype, as a tensor, a 0-d tensor and a Python scalar."""
-    for other in ALL:
+    # complex others too, except against float16, whose complex is torch's complex32 (chalf)
+    for other in ALL + (COMPLEX if d != "float16" else ()):
         yield SampleInput((make((3, 4), d), make((4,), other)), {}, f"x{other}")
         yield SampleInput((make((3, 4), d, layout="strided"), make((), other)), {},
                           f"x0d{other}")
@@ -168,7 +171,7 @@ def _fill_zeros(t):
 
 
 def _scalar_first_samples(d):
-    for s in (3, -2, 2.5, True, False, 0.5):
+    for s in (3, -2, 2.5, True, False, 0.5) + ((1 - 2j,) if d in COMPLEX else ()):
         x = _fill_zeros(make((3, 4), d, layout="strided", low=1, high=4))
         yield SampleInput((x, s), {}, f"{s!r}")
 
@@ -187,13 +190,13 @@ BINARY_NAMES = ["add", "sub", "mul", "div", "true_divide", "floor_divide", "rema
 for _name in BINARY_NAMES:
     _tol = _binary_tol(_name)
     _meta = True
-    OPS.append(OpInfo(_name, _fn(_name), _binary_gen(_name), dtypes=ALL, tol=_tol))
+    OPS.append(OpInfo(_name, _fn(_name), _binary_gen(_name), dtypes=ALL + COMPLEX, tol=_tol))
     OPS.append(OpInfo(_name + "_mixed", _fn(_name),
                       lambda d, _n=_name: _nonzero_rhs(_mixed_samples(d)) if _n in DIVISIONS
                       else _mixed_samples(d), dtypes=ALL, tol=_tol))
     if _name not in NO_BINARY_INPLACE:
-        OPS.append(OpInfo(_name + "_", _method_(_name), _binary_gen(_name), dtypes=ALL,
-                          tol=_tol))
+        OPS.append(OpInfo(_name + "_", _method_(_name), _binary_gen(_name),
+                          dtypes=ALL + COMPLEX, tol=_tol))
     if _name in SCALAR_FIRST:
         OPS.append(OpInfo(_name + "_scalar_first", lambda lib, x, s, _n=_name:
                           getattr(lib, _n)(s, x), _scalar_first_samples, dtypes=ALL, tol=_tol))

@@ -1,6 +1,6 @@
 """Op-table entries: view operators (results must share storage, strides as torch's)."""
 
-from tests.opinfo import ALL, ErrorInput, OpInfo, SampleInput, hostile, make
+from tests.opinfo import ALL, COMPLEX, ErrorInput, OpInfo, SampleInput, hostile, make
 
 
 def _samples(shape, *args_list, layouts=("contiguous", "permuted", "strided", "offset")):
@@ -128,3 +128,49 @@ def _view_errors():
 
 OPS.append(OpInfo("view_errors", lambda lib, x, s: x.view(*s), lambda d: [], dtypes=(),
                   errors=_view_errors))
+
+
+# -- complex views ----------------------------------------------------------------------------
+def _complex_samples(shape):
+    """Complex tensors in several layouts, and lazily conjugated views of them."""
+    def gen(dtype):
+        for lay, t in hostile(shape, dtype, layouts=("contiguous", "permuted", "strided",
+                                                     "offset")):
+            yield SampleInput((t,), {}, lay)
+            if dtype in COMPLEX:
+                yield SampleInput((t.conj(),), {}, f"{lay}-conj")
+    return gen
+
+
+def _pairs_samples(dtype):
+    """Real tensors whose last dim (size 2, stride 1) holds (real, imag) pairs."""
+    for shape in ((3, 2), (2, 4, 2), (2,)):
+        for lay in ("contiguous", "offset"):
+            t = make(shape, dtype, layout=lay)
+            if t.storage_offset() % 2 == 0:
+                yield SampleInput((t,), {}, f"{lay}{list(shape)}")
+    base = make((3, 4, 2), dtype)
+    yield SampleInput((base[:, ::2],), {}, "stepped")
+    yield SampleInput((base.transpose(0, 1),), {}, "transposed")
+    yield SampleInput((make((3, 3), dtype),), {}, "last3")  # both refuse: last dim not 2
+
+
+ALL_C = ALL + COMPLEX
+OPS += [
+    OpInfo("view_as_real", lambda lib, x: lib.view_as_real(x), _complex_samples((3, 4)),
+           dtypes=ALL_C, is_view=True),
+    # float16 pairs are torch's complex32, which ember does not have
+    OpInfo("view_as_complex", lambda lib, x: lib.view_as_complex(x), _pairs_samples,
+           dtypes=tuple(d for d in ALL if d != "float16"), is_view=True),
+    OpInfo("real", lambda lib, x: lib.real(x), _complex_samples((3, 4)), dtypes=ALL_C),
+    OpInfo("imag", lambda lib, x: lib.imag(x), _complex_samples((3, 4)), dtypes=ALL_C),
+    OpInfo("conj", lambda lib, x: lib.conj(x), _complex_samples((3, 4)), dtypes=ALL_C,
+           is_view=True),
+    OpInfo("resolve_conj", lambda lib, x: lib.resolve_conj(x), _complex_samples((3, 4)),
+           dtypes=ALL_C),
+    OpInfo("conj_physical", lambda lib, x: lib.conj_physical(x), _complex_samples((3, 4)),
+           dtypes=ALL_C),
+    OpInfo("adjoint", lambda lib, x: lib.adjoint(x), _complex_samples((3, 4)), dtypes=ALL_C,
+           is_view=True),
+    OpInfo("angle", lambda lib, x: lib.angle(x), _complex_samples((3, 4)), dtypes=ALL_C),
+]
