@@ -284,6 +284,9 @@ def _stft_errors():
     yield e("stft", (x, 8), dict(rc, align_to_window=True), "align_to_window should only be")
     yield e("stft", (x.to(ember.complex64), 8), dict(rc, onesided=True),
             "Cannot have onesided output")
+    yield e("stft", (x, 8), dict(rc, pad_mode="bad"), "Unrecognised padding mode bad",
+            NotImplementedError)
+    yield e("stft", (make((3,), "float32"), 8), rc, "Padding size should be less than")
     spec = ember.stft(make((20,), "float32"), 8, window=ember.hann_window(8),
                       return_complex=True)
     w = ember.hann_window(8)
