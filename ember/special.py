@@ -104,9 +104,10 @@ def ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def log_ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """``log(ndtr(x))`` as torch computes it: ``log(erfcx(-x/sqrt 2) / 2) - x**2 / 2`` below
-    -1 (no underflow however far out), ``log1p(-erfc(x/sqrt 2) / 2)`` above (tiny negative
-    values, not 0, up to x = 38).
+    """``log(ndtr(x))``: ``log(erfcx(-x/sqrt 2) / 2) - x**2 / 2`` below -1 (no underflow
+    however far out, as torch), ``log1p(-ndtr(-x))`` above, with ``ndtr(-x)`` from ``erfc``
+    up to 0 and from ``erfcx(x/sqrt 2) exp(-x**2/2)`` beyond (tiny negative values, not 0,
+    up to x = 38).
 
     Raises:
         NotImplementedError: half-precision input (as torch's kernel).
@@ -120,12 +121,15 @@ def log_ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     if input.dtype in (dt.float16, dt.bfloat16):
         raise not_implemented("log_ndtr_cpu", input.dtype)
     x = _float(input)
-    low = x < -1
-    # each branch sees a safe argument, so the other branch's gradient is never NaN * 0
+    low, right = x < -1, x > 0
+    # each branch sees a safe argument, so another branch's gradient is never NaN * 0
     t = where(low, x, -1.0)
     tail = (erfcx(t * (-1 / math.sqrt(2))) * 0.5).log() - t * t * 0.5
-    body = (erfc(where(low, 0.0, x) * (1 / math.sqrt(2))) * -0.5).log1p()
-    return write_out(where(low, tail, body), out, "log_ndtr")
+    m = where(low | right, -0.5, x)
+    middle = (erfc(m * (1 / math.sqrt(2))) * -0.5).log1p()
+    r = where(right, x, 1.0)
+    upper = (erfcx(r * (1 / math.sqrt(2))) * (r * r * -0.5).exp() * -0.5).log1p()
+    return write_out(where(low, tail, where(right, upper, middle)), out, "log_ndtr")
 
 
 def xlog1py(input, other, *, out: Tensor | None = None) -> Tensor:
