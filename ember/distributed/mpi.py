@@ -14,8 +14,10 @@ message finishes there), then yields the CPU between tests and, every 50 ms, pol
 ``COMM_WORLD`` on which a failing rank sends every peer a short notice (its uncaught
 exception, a collective error, or "left the group" from ``destroy_process_group``); a peer on
 this machine whose pid is gone (its pid and machine were exchanged at ``init_process_group``)
-is dead; no completion within the group's timeout is a timeout. Each makes the waiting rank
-raise ``DistBackendError`` naming the rank. The group is unusable afterwards (the abandoned
+is dead; no completion within the group's timeout is a timeout, which names the members of
+this machine that never entered the call (each rank counts the collectives it entered per
+group in a shared MPI window). Each makes the waiting rank raise ``DistBackendError`` naming
+the rank. The group is unusable afterwards (the abandoned
 request never completes): later calls raise at once. A rank ending on an uncaught exception
 sends its notice, gives its peers a moment (until each has sent one too, or a few seconds) to
 raise and report their own errors, then ends the job with ``MPI_Abort``: ``MPI_Finalize``
@@ -45,6 +47,7 @@ __all__ = ["MpiProcessGroup"]
 _FAULT_TAG = 77
 _FAILED, _EXITED = "failed", "exited"
 _LEFT_GRACE = 2.0  # seconds
+_GROUPS_TRACKED = 64  # groups whose progress the shared counts follow
 
 
 def _mpi():
@@ -98,7 +101,20 @@ class _Faults:
         self.lock = threading.Lock()
         self.grace = min(timeout, 5.0)
         self.aborting = False
+        # how many collectives each rank of this machine has entered, per group (a shared
+        # MPI window): a rank that times out names the members that never entered its call
+        node = world.Split_type(MPI.COMM_TYPE_SHARED)
+        self.window = MPI.Win.Allocate_shared(_GROUPS_TRACKED * 8, 8, comm=node)
+        self.entered = {g: np.frombuffer(self.window.Shared_query(i)[0], np.int64)
+                        for i, g in enumerate(node.allgather(self.me))}
+        self.groups = 0
         atexit.register(self._at_exit)
+
+    def new_group_index(self) -> int:
+        """The next group's column in the entered counts (-1: not tracked); every rank of
+        the world asks, in the same order."""
+        i, self.groups = self.groups, self.groups + 1
+        return i if i < _GROUPS_TRACKED else -1
 
     def _at_exit(self) -> None:
         """After a failure ``MPI_Finalize`` could wait for the dead rank forever: end the
@@ -173,11 +189,14 @@ class MpiProcessGroup(ProcessGroup):
     backend_name = "mpi"
     abort_after_report = True  # MPI_Abort ends the process: print the traceback first
 
-    def __init__(self, comm, ranks: list[int], timeout: float, faults: _Faults):
+    def __init__(self, comm, ranks: list[int], timeout: float, faults: _Faults, index: int):
         super().__init__(comm.Get_rank(), comm.Get_size(), ranks, timeout)
         self.comm = comm
         self.MPI = _mpi()
         self.faults = faults
+        self._index = index
+        self._count = 0  # collectives this rank has entered on this group
+        self._cell = faults.entered[faults.me] if index >= 0 else None
         self._in_place = self.MPI.IN_PLACE
         self._types: dict = {}
         self._user_ops: dict = {}
@@ -189,16 +208,18 @@ class MpiProcessGroup(ProcessGroup):
         """The world group: every rank of ``MPI.COMM_WORLD``."""
         MPI = _mpi()
         comm = MPI.COMM_WORLD.Dup()
-        return cls(comm, list(range(comm.Get_size())), timeout, _Faults(MPI, timeout))
+        faults = _Faults(MPI, timeout)
+        return cls(comm, list(range(comm.Get_size())), timeout, faults, faults.new_group_index())
 
     def split(self, ranks: list[int], timeout: float) -> MpiProcessGroup | None:
         """A group of ``ranks`` (collective over this group; None on the others)."""
         MPI = self.MPI
         me = self.rank()
         sub = self.comm.Split(0 if me in ranks else MPI.UNDEFINED, me)
+        index = self.faults.new_group_index()
         if sub == MPI.COMM_NULL:
             return None
-        return MpiProcessGroup(sub, [self.ranks[r] for r in ranks], timeout, self.faults)
+        return MpiProcessGroup(sub, [self.ranks[r] for r in ranks], timeout, self.faults, index)
 
     # ---- completion with a deadline (NOTE [MPI faults]) -------------------------------------
     def _complete(self, req, op: str, status=None) -> None:
@@ -234,9 +255,27 @@ class MpiProcessGroup(ProcessGroup):
                     if now - start > self.timeout and not test():
                         self._fail(-1, f"rank {self.ranks[self.rank()]} timed out after "
                                    f"{self.timeout:g}s in {op} (collective #{self.seq}) waiting "
-                                   f"for the ranks {self.ranks}")
+                                   f"for the ranks {self.ranks}{self._not_arrived()}")
         except self.MPI.Exception as e:  # a library that reports failed peers (ULFM)
             self._fail(-1, f"{op} failed in MPI: {e}")
+
+    def _enter(self) -> None:
+        """Count one more collective entered on this group (in the shared counts)."""
+        self._count += 1
+        if self._cell is not None:
+            self._cell[self._index] = self._count
+
+    def _not_arrived(self) -> str:
+        """The members on this machine that have not entered this rank's current call."""
+        if self._cell is None:
+            return ""
+        late = [g for g in self.ranks if g in self.faults.entered
+                and self.faults.entered[g][self._index] < self._count]
+        if not late:
+            return ""
+        who = ", ".join(str(g) for g in late)
+        return (f"; rank{'s' if len(late) > 1 else ''} {who} "
+                f"{'have' if len(late) > 1 else 'has'} not reached it")
 
     def _fail(self, blame: int, text: str) -> None:
         self.faults.broken = text
@@ -300,6 +339,7 @@ class MpiProcessGroup(ProcessGroup):
 
     # ---- collectives ----------------------------------------------------------------------
     def allreduce(self, arr: np.ndarray, op: ReduceOp) -> None:
+        self._enter()
         hit = self._native.get((arr.dtype, op))
         if hit is not None:  # MPI's own type and operation: the array as it is
             spec, mop = [arr, arr.size, hit[0]], hit[1]
@@ -312,10 +352,12 @@ class MpiProcessGroup(ProcessGroup):
             self._avg(arr, op)
 
     def broadcast(self, arr: np.ndarray, root: int) -> None:
+        self._enter()
         self._complete(self.comm.Ibcast([arr.reshape(-1).view(np.uint8), self.MPI.BYTE], root),
                        "broadcast")
 
     def reduce(self, arr: np.ndarray, root: int, op: ReduceOp) -> None:
+        self._enter()
         spec, mop = self._spec(arr, op)
         if self.rank() == root:
             self._complete(self.comm.Ireduce(self.MPI.IN_PLACE, spec, mop, root), "reduce")
@@ -327,9 +369,11 @@ class MpiProcessGroup(ProcessGroup):
         return None if arr is None else [arr.reshape(-1).view(np.uint8), self.MPI.BYTE]
 
     def allgather(self, out: np.ndarray, inp: np.ndarray) -> None:
+        self._enter()
         self._complete(self.comm.Iallgather(self._raw(inp), self._raw(out)), "all_gather")
 
     def reduce_scatter(self, out: np.ndarray, inp: np.ndarray, op: ReduceOp) -> None:
+        self._enter()
         send, mop = self._spec(inp, op)
         recv, _ = self._spec(out)
         # mpi4py wants [buffer, datatype] here: it derives the counts from the byte sizes
@@ -338,16 +382,19 @@ class MpiProcessGroup(ProcessGroup):
         self._avg(out, op)
 
     def gather(self, out: np.ndarray | None, inp: np.ndarray, root: int) -> None:
+        self._enter()
         self._complete(self.comm.Igather(self._raw(inp),
                                          self._raw(out) if self.rank() == root else None, root),
                        "gather")
 
     def scatter(self, out: np.ndarray, inp: np.ndarray | None, root: int) -> None:
+        self._enter()
         self._complete(self.comm.Iscatter(self._raw(inp) if self.rank() == root else None,
                                           self._raw(out), root), "scatter")
 
     def alltoall(self, out: np.ndarray, out_counts: list[int], inp: np.ndarray,
                  in_counts: list[int]) -> None:
+        self._enter()
         def displs(counts):
             return [0, *np.cumsum(counts)[:-1].tolist()]
 
@@ -389,9 +436,11 @@ class MpiProcessGroup(ProcessGroup):
             self._complete(req, f"batch_isend_irecv ({kind})")
 
     def barrier(self) -> None:
+        self._enter()
         self._complete(self.comm.Ibarrier(), "barrier")
 
     def allgather_bytes(self, data: bytes) -> list[bytes]:
+        self._enter()
         n = self.size()
         lengths = np.empty(n, np.int64)
         self._complete(self.comm.Iallgather([np.array([len(data)], np.int64), self.MPI.INT64_T],

@@ -151,7 +151,8 @@ def test_mpi_a_hanging_rank_times_out_the_others():
     (code, out), = _spawn.mpi_ranks(2, ["die", "hang"], env={"CASE_TIMEOUT": "1.5"},
                                     timeout=60)
     assert code != 0
-    assert re.search(r"CAUGHT [\d.]+ .*rank 0 timed out after 1.5s in all_reduce", out), \
+    assert re.search(r"CAUGHT [\d.]+ .*rank 0 timed out after 1.5s in all_reduce .*waiting for "
+                     r"the ranks \[0, 1\]; rank 1 has not reached it", out), \
         out[-3000:]
 
 
