@@ -333,10 +333,11 @@ OPS = [
              _n_d_samples(c, two_d=True), dtypes=FLOAT_DTYPES, tol=TOL,
              check_stride=True)
       for name, kinds in N_D_OPS.items() for c in kinds),
-    OpInfo("stft", _stft, _stft_samples, dtypes=FLOAT_DTYPES, tol=TOL),
+    OpInfo("stft", _stft, _stft_samples, dtypes=FLOAT_DTYPES, tol=TOL, check_stride=True),
     OpInfo("stft-complex", _stft_complex, _stft_complex_samples, dtypes=FLOAT_DTYPES,
            tol=TOL),
-    OpInfo("istft", _istft, _istft_samples, dtypes=FLOAT_DTYPES, tol=TOL, meta=False),
+    OpInfo("istft", _istft, _istft_samples, dtypes=FLOAT_DTYPES, tol=TOL, meta=False,
+           check_stride=True),
     OpInfo("stft_errors", _call, lambda d: [], dtypes=(), errors=_stft_errors),
     OpInfo("fft.transform_errors", _by_name, lambda d: [], dtypes=(), errors=_transform_errors),
     *(OpInfo(f"fft.{name}", _freq(name), _freq_samples, dtypes=FREQ_DTYPES, meta=False)
