@@ -23,7 +23,7 @@ import numpy as np
 from ember.core import dtype as dt
 from ember.core.device import CPU
 from ember.distributed.errors import DistBackendError
-from ember.distributed.process_group import ProcessGroup, ReduceOp, Work, _DoneWork
+from ember.distributed.process_group import PostedWork, ProcessGroup, ReduceOp, Work, _DoneWork
 from ember.distributed.store import PrefixStore, Store, TCPStore
 from ember.tensor.tensor import Tensor, from_numpy, numpy_view
 
@@ -918,6 +918,9 @@ def isend(tensor: Tensor, dst: int | None = None, group=None, tag: int = 0,
         return None
     peer = _peer(pg, "send", dst, group_dst)
     data = np.ascontiguousarray(numpy_view(tensor)).copy()
+    handle = pg.start_p2p("send", data.reshape(-1), peer, tag)
+    if handle is not None:
+        return PostedWork(handle, tensor)
     return pg.submit(lambda: pg.send(data, peer, tag), Work(tensor))
 
 
@@ -938,6 +941,14 @@ def irecv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0,
         return None
     peer = None if src is None and group_src is None else _peer(pg, "recv", src, group_src)
     b = _Buf(tensor)
+    handle = pg.start_p2p("recv", b.flat(), peer, tag)
+    if handle is not None:
+        def finish(source: int) -> None:
+            posted.source = pg.ranks[source]
+            b.done()
+
+        posted = PostedWork(handle, tensor, finish)
+        return posted
     work = Work(tensor)
 
     def body():

@@ -426,6 +426,16 @@ class MpiProcessGroup(ProcessGroup):
         self._complete(self.comm.Irecv(self._raw(arr), source, tag), "recv", status)
         return status.Get_source()
 
+    def start_p2p(self, kind: str, arr: np.ndarray, peer: int | None, tag: int):
+        """Post the send or receive now (``isend``/``irecv``): a send larger than MPI's
+        eager limit waits for its receiver, so running it on the communication thread
+        would hold up a receive queued behind it (a ring of exchanges would deadlock)."""
+        MPI = self.MPI
+        if kind == "send":
+            return _Posted(self, self.comm.Isend(self._raw(arr), peer, tag), "send", peer, arr)
+        source = MPI.ANY_SOURCE if peer is None else peer
+        return _Posted(self, self.comm.Irecv(self._raw(arr), source, tag), "recv", peer, arr)
+
     def batch_p2p(self, plan: list[tuple[str, np.ndarray, int, int]]) -> None:
         """Every send and receive posted at once, then completed (large sends wait for
         their receiver under MPI, so one at a time could deadlock a ring)."""
@@ -475,3 +485,40 @@ class MpiProcessGroup(ProcessGroup):
         f = self.faults
         if f.broken is None and self.ranks == list(range(f.size)):
             f.notify(_EXITED, -1, "left")
+
+
+class _Posted:
+    """A posted MPI send or receive (``MpiProcessGroup.start_p2p``)."""
+
+    def __init__(self, pg: MpiProcessGroup, req, kind: str, peer: int | None,
+                 arr: np.ndarray):
+        self.pg, self.req, self.kind = pg, req, kind
+        self.arr = arr  # MPI reads or writes it until the request completes
+        self.status = pg.MPI.Status()
+        self.source = pg.rank() if kind == "send" else peer
+        self.finished = False
+
+    def _record(self) -> None:
+        self.finished = True
+        if self.kind == "recv":
+            self.source = self.status.Get_source()
+
+    def test(self) -> bool:
+        """Whether it completed (progresses MPI)."""
+        if not self.finished and self.req.Test(self.status):
+            self._record()
+        return self.finished
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Complete it (the group's deadline and fault checks; ``timeout`` seconds:
+        ``TimeoutError`` after them, the request left running); returns the source rank."""
+        if timeout is not None:
+            deadline = time.monotonic() + timeout
+            while not self.test():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the {self.kind} did not finish within {timeout:g}s")
+                time.sleep(0.0002)
+        if not self.finished:
+            self.pg._complete(self.req, self.kind, self.status)
+            self._record()
+        return self.source

@@ -20,7 +20,8 @@ import numpy as np
 
 from ember.distributed.errors import DistBackendError
 
-__all__ = ["ReduceOp", "Work", "Future", "ProcessGroup", "reduce_into", "REDUCE_UFUNCS"]
+__all__ = ["ReduceOp", "Work", "PostedWork", "Future", "ProcessGroup", "reduce_into",
+           "REDUCE_UFUNCS"]
 
 
 class ReduceOp(enum.Enum):
@@ -182,6 +183,43 @@ class Work:
         return self._future
 
 
+class PostedWork(Work):
+    """The ``Work`` of a send or receive the engine posted at once (``start_p2p``): waiting
+    and ``is_completed`` drive the engine's request; ``finish(source)`` runs once, when it
+    completes."""
+
+    def __init__(self, handle, result, finish: Callable[[int], None] | None = None):
+        super().__init__(result)
+        self._handle = handle
+        self._finish = finish
+        self._lock_p2p = threading.Lock()
+
+    def _settle(self, source: int) -> None:
+        if self._finish is not None:
+            self._finish(source)
+        self._done()
+
+    def wait(self, timeout: timedelta | None = None) -> bool:
+        secs = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        with self._lock_p2p:
+            if not self._future.done():
+                try:
+                    source = self._handle.wait(secs or None)
+                except TimeoutError as e:
+                    raise DistBackendError(f"Operation timed out! {e}") from None
+                except BaseException as e:  # noqa: BLE001 - the work keeps its error
+                    self._done(e)
+                    raise
+                self._settle(source)
+        return super().wait()
+
+    def is_completed(self) -> bool:
+        with self._lock_p2p:
+            if not self._future.done() and self._handle.test():
+                self._settle(self._handle.source)
+        return self._future.done()
+
+
 class _DoneWork(Work):
     def __init__(self, result=None):
         super().__init__(result)
@@ -309,6 +347,13 @@ class ProcessGroup:
         With ``timeout`` (seconds), no message by then raises ``TimeoutError`` and leaves the
         group usable (``monitored_barrier``); without, the group's timeout is a failure."""
         raise NotImplementedError
+
+    def start_p2p(self, kind: str, arr: np.ndarray, peer: int | None, tag: int):
+        """Start a ``"send"`` or ``"recv"`` at once and return a handle with ``test() ->
+        bool`` and ``wait(timeout) -> source rank`` (engines whose point to point can be
+        posted without blocking: MPI); None (here): ``isend``/``irecv`` run on the
+        communication thread."""
+        return None
 
     def batch_p2p(self, plan: list[tuple[str, np.ndarray, int, int]]) -> None:
         """``("send" | "recv", flat array, peer, tag)`` entries, every send started before

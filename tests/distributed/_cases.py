@@ -232,6 +232,15 @@ def point_to_point(r: int, n: int) -> None:
     w1.wait()
     w2.wait()
     assert w2.is_completed() and box.tolist() == [prv + k for k in range(5)], "isend/irecv"
+    # a ring of 1 MiB exchanges, each rank's send posted before its receive (MPI sends this
+    # size only once the receiver is there)
+    big = ember.empty(1 << 18)
+    ws = dist.isend(ember.full((1 << 18,), float(r)), dst=nxt, tag=5)
+    wr = dist.irecv(big, src=prv, tag=5)
+    while not wr.is_completed():
+        time.sleep(0.001)
+    assert wr.wait() and ws.wait() and ws.is_completed()
+    assert big[0].item() == big[-1].item() == float(prv), "isend/irecv ring of 1 MiB"
     if r == 0:  # any source
         who = ember.empty(1, dtype=ember.int64)
         assert dist.recv(who, tag=7) == n - 1 and who.item() == n - 1
