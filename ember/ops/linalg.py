@@ -168,11 +168,17 @@ def _square(name: str, A: Tensor) -> None:
                            f"{A._shape[-2]} by {A._shape[-1]} matrices")
 
 
-def _floating(name: str, A: Tensor, half: str | None = None, empty_too: bool = False) -> None:
-    """float32/float64 only; ``half``: torch's kernel name for a NotImplementedError on halfs
-    (None: torch's explicit 'Low precision' RuntimeError). That kernel is reached only for
-    non-empty inputs unless ``empty_too``."""
+def _floating(name: str, A: Tensor, half: str | None = None, empty_too: bool = False,
+              complex_ok: bool = False) -> None:
+    """float32/float64 (and complex64/complex128 when ``complex_ok``); ``half``: torch's kernel
+    name for a NotImplementedError on halfs (None: torch's explicit 'Low precision'
+    RuntimeError). That kernel is reached only for non-empty inputs unless ``empty_too``."""
     d = A._dtype
+    if d.is_complex:
+        if complex_ok:
+            return
+        raise NotImplementedError(f"{name}: complex inputs are not supported by ember yet "
+                                  "(torch supports them)")
     if not d.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                            f"Got {_tn(A)}")
@@ -236,8 +242,8 @@ def _unit_diag(E: Tensor) -> Tensor:
 
 
 def _mT_solve(A: Tensor, B: Tensor, left: bool = True) -> Tensor:
-    """``A^{-T} B`` (``left``) or ``B A^{-T}``."""
-    return linalg_solve(A.mT, B, left=left)
+    """``A^{-H} B`` (``left``) or ``B A^{-H}`` (``A^{-T}`` for real ``A``)."""
+    return linalg_solve(A.mH, B, left=left)
 
 
 # -- products ----------------------------------------------------------------------------------
@@ -1028,15 +1034,15 @@ def linalg_inv(A, *, out=None):
         tensor([[ 0.5000, -0.5000],
                 [-0.5000,  1.0000]])
     """
-    _floating("linalg.inv", A)
+    _floating("linalg.inv", A, complex_ok=True)
     _square("linalg.inv", A)
     return Spec(A._shape, A._dtype)
 
 
 @derivative(linalg_inv, save=("result",))
 def _linalg_inv_backward(ctx, grad):
-    X = ctx.result  # d(A^-1) = -A^-1 dA A^-1
-    return -matmul(X.mT, matmul(grad, X.mT))
+    X = ctx.result  # d(A^-1) = -A^-1 dA A^-1; conjugate transposes for complex (torch)
+    return -matmul(X.mH, matmul(grad, X.mH))
 
 
 @composite("inverse(Tensor self) -> Tensor")
@@ -1060,7 +1066,7 @@ def linalg_det(A, *, out=None):
         >>> round(ember.linalg.det(ember.tensor([[2.0, 1.0], [1.0, 3.0]])).item(), 4)
         5.0
     """
-    _floating("linalg.det", A, "lu_cpu")
+    _floating("linalg.det", A, "lu_cpu", complex_ok=True)
     _square("linalg.det", A)
     return Spec(A._shape[:-2], A._dtype)
 
@@ -1082,7 +1088,7 @@ def _linalg_det_backward(ctx, grad):
     # the inverse does not exist but the cofactors do) goes through the SVD.
     if A.numel() and bool((d == 0).any()):
         return grad.unsqueeze(-1).unsqueeze(-1) * _cofactors_svd(A)
-    return (grad * d).unsqueeze(-1).unsqueeze(-1) * linalg_inv(A).mT
+    return (grad * _cj(d)).unsqueeze(-1).unsqueeze(-1) * linalg_inv(A).mH
 
 
 @composite("det(Tensor self) -> Tensor")
@@ -1185,7 +1191,7 @@ def linalg_solve(A, B, *, left=True, out=None):
         >>> ember.linalg.solve(A, ember.tensor([1.0, 2.0]))
         tensor([0.5000, 0.5000])
     """
-    _floating("linalg.solve", A, "lu_cpu")
+    _floating("linalg.solve", A, "lu_cpu", complex_ok=True)
     _square("linalg.solve", A)
     if A._dtype is not B._dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A "
@@ -1210,9 +1216,9 @@ def _linalg_solve_backward(ctx, grad):
     if not ctx.needs_input_grad[0]:
         return None, gB
     if solve_is_vector(A, X):  # batches of vectors: X and gB are (*, n)
-        gA = -(gB.unsqueeze(-1) * X.unsqueeze(-2))
+        gA = -(gB.unsqueeze(-1) * _cj(X).unsqueeze(-2))
     else:
-        gA = -matmul(gB, X.mT) if left else -matmul(X.mT, gB)
+        gA = -matmul(gB, X.mH) if left else -matmul(X.mH, gB)
     return gA, gB
 
 

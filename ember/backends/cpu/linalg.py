@@ -115,7 +115,7 @@ FUSED_PRODUCTS = {"addmm": np.matmul, "addmv": np.matmul, "baddbmm": np.matmul,
 def _fused_compute(prod, input: Tensor, a: Tensor, b: Tensor, beta, alpha, o: Tensor) -> Tensor:
     """``beta * input + alpha * prod(a, b)`` into ``o``; ``beta == 0`` never reads ``input``."""
     c = compute_dtype(o._dtype)
-    if o._dtype.category != dt.FLOATING:  # integer scalars truncate, then wrap like the dtype
+    if o._dtype.category < dt.FLOATING:  # integer scalars truncate, then wrap like the dtype
         beta, alpha = int(beta), int(alpha)
     dst = arr(o)
     # The product may land in ``o`` first only when that cannot clobber ``input``.

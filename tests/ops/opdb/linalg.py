@@ -15,14 +15,16 @@ import numpy as np
 
 import ember
 import ember.linalg  # noqa: F401  (binds ember.linalg even before ember/__init__ imports it)
-from tests.opinfo import ALL, FLOATS, ErrorInput, OpInfo, SampleInput, make
+from tests.opinfo import ALL, COMPLEX, FLOATS, ErrorInput, OpInfo, SampleInput, make
 
 _RNG = np.random.default_rng(4321)
 PAIR_LAYOUTS = (("contiguous", "contiguous"), ("permuted", "strided"), ("strided", "permuted"),
                 ("offset", "expanded"), ("expanded", "offset"))
 PRODUCT_TOL = {"float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10), "float16": (1e-3, 1e-3),
-               "bfloat16": (1.6e-2, 1e-2)}
-DECOMP_TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-9)}
+               "bfloat16": (1.6e-2, 1e-2), "complex64": (1e-5, 1e-5),
+               "complex128": (1e-10, 1e-10)}
+DECOMP_TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-9), "complex64": (1e-4, 1e-4),
+              "complex128": (1e-9, 1e-9)}
 
 
 def _lay(layout: str, shape) -> str:
@@ -42,11 +44,16 @@ def _pairs(shape_pairs, extra=((), {}), layouts=PAIR_LAYOUTS):
 
 
 # -- ember tensors of chosen values in hostile layouts -----------------------------------------
+ALL_C = ALL + COMPLEX  # products, inv, det and solve take complex matrices as torch
+
+
 def from_np(a: np.ndarray, dtype: str, layout: str = "contiguous") -> ember.Tensor:
     """An ember tensor equal to ``a`` whose memory has ``layout`` (see ``tests.opinfo.make``)."""
     d = ember.bool if dtype == "bool" else getattr(ember, dtype)
     a = np.asarray(a, dtype=np.float64)
     vals = a.astype(bool) if dtype == "bool" else a
+    if dtype in COMPLEX:  # each entry turned by a random phase: moduli (and dominance) kept
+        vals = a * np.exp(1j * _RNG.uniform(-np.pi, np.pi, a.shape))
     if layout == "permuted":
         rev = tuple(reversed(range(a.ndim)))
         return ember.tensor(np.ascontiguousarray(vals.transpose(rev)), dtype=d).permute(*rev)
@@ -150,7 +157,7 @@ def _fused_samples(in_shapes, a_shape, b_shape):
 def _fused_entry(name, in_shapes, a_shape, b_shape):
     return [
         OpInfo(name, lambda lib, i, a, b, **kw: getattr(lib, name)(i, a, b, **kw),
-               _fused_samples(in_shapes, a_shape, b_shape), dtypes=ALL, tol=PRODUCT_TOL),
+               _fused_samples(in_shapes, a_shape, b_shape), dtypes=ALL_C, tol=PRODUCT_TOL),
         OpInfo(name + "_method_", lambda lib, i, a, b, **kw: getattr(i.clone(), name + "_")(
             a, b, **kw), _fused_samples(in_shapes[-1:], a_shape, b_shape), dtypes=ALL,
             tol=PRODUCT_TOL),
@@ -213,9 +220,9 @@ def _power_samples(dtype):
 
 
 PRODUCTS = [
-    OpInfo("matmul", lambda lib, a, b: lib.matmul(a, b), _pairs(MATMUL_PAIRS), dtypes=ALL,
+    OpInfo("matmul", lambda lib, a, b: lib.matmul(a, b), _pairs(MATMUL_PAIRS), dtypes=ALL_C,
            tol=PRODUCT_TOL),
-    OpInfo("matmul_operator", lambda lib, a, b: a @ b, _pairs(MATMUL_PAIRS[3:5]), dtypes=ALL,
+    OpInfo("matmul_operator", lambda lib, a, b: a @ b, _pairs(MATMUL_PAIRS[3:5]), dtypes=ALL_C,
            tol=PRODUCT_TOL),
     OpInfo("matmul_method_out", lambda lib, a, b: lib.matmul(a, b, out=lib.empty(0, dtype=a.dtype)),
            _pairs(MATMUL_PAIRS[:6]), dtypes=ALL, tol=PRODUCT_TOL, meta=False),
@@ -224,22 +231,22 @@ PRODUCTS = [
                                ((2, 2, 3), (2, 3, 4))]), dtypes=("float32", "int32")),
     OpInfo("mm", lambda lib, a, b: a.mm(b), _pairs([((2, 3), (3, 4)), ((0, 3), (3, 2)),
                                                    ((2, 0), (0, 2)), ((1, 1), (1, 1))]),
-           dtypes=ALL, tol=PRODUCT_TOL),
+           dtypes=ALL_C, tol=PRODUCT_TOL),
     OpInfo("bmm", lambda lib, a, b: lib.bmm(a, b), _pairs([((4, 2, 3), (4, 3, 5)),
                                                           ((0, 2, 3), (0, 3, 1)),
                                                           ((1, 1, 1), (1, 1, 1))]),
-           dtypes=ALL, tol=PRODUCT_TOL),
+           dtypes=ALL_C, tol=PRODUCT_TOL),
     OpInfo("mv", lambda lib, a, b: lib.mv(a, b), _pairs([((2, 3), (3,)), ((0, 3), (3,)),
                                                        ((3, 0), (0,)), ((), (3,)),
-                                                       ((3,), (3,))]), dtypes=ALL,
+                                                       ((3,), (3,))]), dtypes=ALL_C,
            tol=PRODUCT_TOL),
     OpInfo("dot", lambda lib, a, b: lib.dot(a, b), _pairs([((5,), (5,)), ((0,), (0,)),
-                                                          ((1,), (1,))]), dtypes=ALL,
+                                                          ((1,), (1,))]), dtypes=ALL_C,
            tol=PRODUCT_TOL),
-    OpInfo("vdot", lambda lib, a, b: a.vdot(b), _pairs([((5,), (5,))]), dtypes=ALL,
+    OpInfo("vdot", lambda lib, a, b: a.vdot(b), _pairs([((5,), (5,))]), dtypes=ALL_C,
            tol=PRODUCT_TOL),
     OpInfo("outer", lambda lib, a, b: lib.outer(a, b), _pairs([((3,), (4,)), ((0,), (2,))]),
-           dtypes=ALL),
+           dtypes=ALL_C),
     OpInfo("ger", lambda lib, a, b: a.ger(b), _pairs([((3,), (4,))]), dtypes=ALL),
     OpInfo("outer_promotes", lambda lib, a, b: lib.outer(a, b),
            _mixed_dtype_pairs([((3,), (4,))]), dtypes=("float32", "int32", "bool")),
@@ -359,13 +366,13 @@ def _symmetric_or_not(shape):
 
 DECOMPS = [
     OpInfo("linalg.inv", lambda lib, a: lib.linalg.inv(a), matrix_samples(well_conditioned),
-           dtypes=ALL, tol=DECOMP_TOL),
+           dtypes=ALL_C, tol=DECOMP_TOL),
     OpInfo("inverse", lambda lib, a: a.inverse(), matrix_samples(well_conditioned, [(2, 3, 3)]),
-           dtypes=ALL, tol=DECOMP_TOL),
+           dtypes=ALL_C, tol=DECOMP_TOL),
     OpInfo("linalg.det", lambda lib, a: lib.linalg.det(a),
-           matrix_samples(lambda s: _RNG.uniform(-2, 2, s)), dtypes=ALL, tol=DECOMP_TOL),
+           matrix_samples(lambda s: _RNG.uniform(-2, 2, s)), dtypes=ALL_C, tol=DECOMP_TOL),
     OpInfo("det", lambda lib, a: a.det(), matrix_samples(well_conditioned, [(2, 3, 3)]),
-           dtypes=ALL, tol=DECOMP_TOL),
+           dtypes=ALL_C, tol=DECOMP_TOL),
     OpInfo("linalg.slogdet", lambda lib, a: lib.linalg.slogdet(a),
            matrix_samples(lambda s: _RNG.uniform(-2, 2, s)), dtypes=ALL, tol=DECOMP_TOL),
     OpInfo("linalg.slogdet_singular", lambda lib, a: lib.linalg.slogdet(a),
@@ -384,7 +391,7 @@ DECOMPS = [
            matrix_samples(lambda s: singular(s, 2), [(4, 4), (2, 5, 5)]), dtypes=("float64",),
            tol=DECOMP_TOL),
     OpInfo("linalg.solve", lambda lib, a, b, **kw: lib.linalg.solve(a, b, **kw), _solve_samples,
-           dtypes=ALL, tol=DECOMP_TOL),
+           dtypes=ALL_C, tol=DECOMP_TOL),
     OpInfo("linalg.cholesky", lambda lib, a, **kw: lib.linalg.cholesky(a, **kw),
            _chain(matrix_samples(spd), matrix_samples(spd, kwargs=dict(upper=True))),
            dtypes=ALL, tol=DECOMP_TOL),
