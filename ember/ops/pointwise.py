@@ -192,6 +192,14 @@ def _sgn(z: Tensor) -> Tensor:
     return where(a == 0, 0.0, z / where(a == 0, 1.0, a))
 
 
+def _acosh_factor(x: Tensor) -> Tensor:
+    """torch's acosh derivative: ``(x^2 - 1)^-1/2`` for reals (finite below -1 too), and
+    ``conj((x + 1)^-1/2 (x - 1)^-1/2)`` for complex (the principal branches)."""
+    if x._dtype.is_complex:
+        return ((x + 1).rsqrt() * (x - 1).rsqrt()).conj()
+    return (x * x - 1).rsqrt()
+
+
 def _abs_grad(g: Tensor, x: Tensor) -> Tensor:
     return g * (_sgn(x) if x._dtype.is_complex else x.sign())
 
@@ -221,7 +229,7 @@ UNARY_GRADS = {
     "cosh": Grad(_SELF, lambda c, g: g * _cj(c.self.sinh())),
     "tanh": Grad(_RESULT, lambda c, g: _tanh_grad(g, c.result)),
     "asinh": Grad(_SELF, lambda c, g: g * _cj((c.self * c.self + 1).rsqrt())),
-    "acosh": Grad(_SELF, lambda c, g: g * _cj((c.self + 1).rsqrt() * (c.self - 1).rsqrt())),
+    "acosh": Grad(_SELF, lambda c, g: g * _acosh_factor(c.self)),
     "atanh": Grad(_SELF, lambda c, g: g / _cj(1 - c.self * c.self)),
     "sigmoid": Grad(_RESULT, lambda c, g: g * _cj((1 - c.result) * c.result)),
     "erf": Grad(_SELF, lambda c, g: g * (-(c.self * c.self)).exp() * _TWO_OVER_SQRTPI),
@@ -701,7 +709,8 @@ def _pow_exponent_grad(g: Tensor, base, exponent: Tensor) -> Tensor:
     result = base ** exponent
     if isinstance(base, Tensor):
         if base._dtype.is_complex or exponent._dtype.is_complex:  # torch: 0 where base == 0
-            return g * _cj_any(where(base == 0, 0.0, result * base.log()))
+            log = base.to(result._dtype).log()  # a real base's log in complex: -2 has one
+            return g * _cj_any(where(base == 0, 0.0, result * log))
         return g * where((base == 0) & (exponent >= 0), 0.0, result * base.log())
     if isinstance(base, builtins.complex) or exponent._dtype.is_complex:
         log = cmath.log(base) if base != 0 else 0.0
