@@ -257,8 +257,12 @@ def _copy_node(g: Graph, n: Node, env: dict) -> Node:
     return g.call(n.target, map_args(n.args, sub), map_args(n.kwargs, sub), meta=meta)
 
 
-def partition(joint: JointGraph):
+def partition(joint: JointGraph, recompute_pointwise: bool = False):
     """Split the joint graph into a forward and a backward graph (see the module docstring).
+
+    ``recompute_pointwise``: a saved pointwise value whose inputs are all saved anyway (GELU's
+    output next to its input, kept for a matmul's gradient) is recomputed in the backward
+    instead (the C backend fuses it into a kernel): less activation memory, no new saves.
 
     Returns:
         ``(forward, backward, n_saved)``: ``forward`` maps the primals to the outputs followed
@@ -307,6 +311,8 @@ def partition(joint: JointGraph):
             bw_nodes.add(id(n))
             for i in inputs[id(n)]:
                 saved[id(i)] = i
+    if recompute_pointwise:
+        _recompute_pointwise(saved, bw_nodes, inputs, written)
     order = {id(n): i for i, n in enumerate(jg.nodes)}
     saved_list = sorted(saved.values(), key=lambda n: order[id(n)])
     fw_need |= _ancestors(saved_list, inputs)
@@ -343,6 +349,28 @@ def partition(joint: JointGraph):
             benv[id(n)] = _copy_node(bg, n, benv)
     bg.output(tuple(benv[id(g)] if isinstance(g, Node) else None for g in joint.grad_outputs))
     return fg, bg, len(saved_list)
+
+
+def _recompute_pointwise(saved: dict, bw_nodes: set, inputs: dict, written: dict) -> None:
+    """Move saved pointwise nodes whose tensor inputs are all saved to the backward graph
+    (repeatedly: a chain of them goes back to its saved root)."""
+    changed = True
+    while changed:
+        changed = False
+        for key, n in list(saved.items()):
+            t = n.target
+            if (n.op != "call" or not isinstance(t, Operator) or Tag.pointwise not in t.tags
+                    or t._is_inplace or Tag.random in t.tags or key in written
+                    or is_impure(t, n.kwargs) or not isinstance(n.val, Tensor)):
+                continue
+            ins = inputs[key]
+            if not ins or any(id(i) not in saved and i.op != "constant" for i in ins):
+                continue
+            if any(id(i) in written for i in ins):
+                continue
+            del saved[key]
+            bw_nodes.add(key)
+            changed = True
 
 
 class CompiledFunction(Function):
@@ -452,5 +480,10 @@ def compile_training(graph: Graph, example_inputs, backend) -> TrainingRegion:
         joint = trace_joint(graph, example_inputs)
     except MetaUnsupported as e:
         raise AotUnsupported(str(e)) from e
-    fg, bg, _n_saved = partition(joint)
+    from ember.compiler.backends import lookup_backend
+
+    # on the C backend a recomputed pointwise op is one more fused kernel; on the NumPy
+    # backend it costs more than the memory it saves
+    fused = lookup_backend(backend) is lookup_backend("c")
+    fg, bg, _n_saved = partition(joint, recompute_pointwise=fused)
     return TrainingRegion(fg, bg, joint, len(example_inputs), backend, example_inputs)
