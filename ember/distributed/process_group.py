@@ -193,6 +193,7 @@ class PostedWork(Work):
         self._handle = handle
         self._finish = finish
         self._lock_p2p = threading.Lock()
+        self._future = _DrivenFuture(self)  # get_future().wait() drives the request too
 
     def _settle(self, source: int) -> None:
         if self._finish is not None:
@@ -218,6 +219,21 @@ class PostedWork(Work):
             if not self._future.done() and self._handle.test():
                 self._settle(self._handle.source)
         return self._future.done()
+
+
+class _DrivenFuture(Future):
+    """A ``PostedWork``'s future: nothing else progresses the request, so waiting on the
+    future waits on the work (callbacks of ``then`` run once someone has waited or
+    polled ``is_completed``)."""
+
+    def __init__(self, work: PostedWork):
+        super().__init__()
+        self._work = work
+
+    def wait(self):
+        if not self.done():
+            self._work.wait()
+        return super().wait()
 
 
 class _DoneWork(Work):
