@@ -192,8 +192,13 @@ def sgn(input, *, out=None):
     Example:
         >>> ember.sgn(ember.tensor([-3.0, 0.0, 2.0])).tolist()
         [-1.0, 0.0, 1.0]
+        >>> ember.sgn(ember.tensor([3 + 4j, 0j]))
+        tensor([0.6000+0.8000j, 0.0000+0.0000j])
     """
     _require("sgn", input)
+    if input._dtype.is_complex:
+        from ember.ops.pointwise import _sgn
+        return write_out(_sgn(input), out, "sgn")
     return write_out(input.sign(), out, "sgn")
 
 

@@ -16,7 +16,7 @@ _RNG = np.random.default_rng(0)
 
 UNARY = ["neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
          "square", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-         "tanh", "asinh", "acosh", "atanh", "sigmoid", "angle", "conj_physical"]
+         "tanh", "asinh", "acosh", "atanh", "sigmoid", "angle", "conj_physical", "sgn"]
 BINARY = {"add": lambda L, a, b: L.add(a, b, alpha=2), "sub": lambda L, a, b: a - b,
           "mul": lambda L, a, b: a * b, "div": lambda L, a, b: a / b,
           "pow": lambda L, a, b: a ** b, "mul_scalar": lambda L, a, b: a * (0.5 - 2j) + b,
