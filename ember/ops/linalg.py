@@ -1239,20 +1239,21 @@ def linalg_cholesky(A, *, upper=False, out=None):
         tensor([[2.0000, 0.0000],
                 [1.0000, 1.2247]])
     """
-    _floating("linalg.cholesky", A, "cholesky_cpu")
+    _floating("linalg.cholesky", A, "cholesky_cpu", complex_ok=True)
     _square("linalg.cholesky", A)
     return Spec(A._shape, A._dtype)
 
 
 @derivative(linalg_cholesky, save=("result",))
 def _linalg_cholesky_backward(ctx, grad):
-    # A = L L^T: gA = sym(L^{-T} phi(L^T gL) L^{-1}), phi = lower triangle, halved diagonal.
-    # The gradient is symmetric (torch's convention), though the forward reads one triangle.
-    L, gL = (ctx.result.mT, grad.mT) if ctx.upper else (ctx.result, grad)
-    P = matmul(L.mT, gL)
+    # A = L L^H: gA = sym(L^{-H} phi(L^H gL) L^{-1}), phi = lower triangle, halved diagonal.
+    # The gradient is Hermitian (torch's convention), though the forward reads one triangle.
+    # (mH is mT for real tensors.)
+    L, gL = (ctx.result.mH, grad.mH) if ctx.upper else (ctx.result, grad)
+    P = matmul(L.mH, gL)
     P = P.tril() - 0.5 * P.diagonal(0, -2, -1).diag_embed()
-    S = _mT_solve(L, _mT_solve(L, P).mT).mT
-    return 0.5 * (S + S.mT)
+    S = _mT_solve(L, _mT_solve(L, P).mH).mH
+    return 0.5 * (S + S.mH)
 
 
 _QR_MODES = ("reduced", "complete", "r")

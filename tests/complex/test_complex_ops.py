@@ -215,3 +215,43 @@ def test_ops_torch_refuses_on_complex(fn):
         fn(ember, ember.tensor(a))
     # the same gist: torch's message without its kernel's name
     assert str(te.value).strip().split('" ')[-1] in str(ee.value)
+
+
+# -- linalg -----------------------------------------------------------------------------------
+def _hermitian_pd(n: int) -> np.ndarray:
+    m = _complex((n, n))
+    return m @ m.conj().T + n * np.eye(n)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_of_complex_reads_one_triangle_like_torch(upper):
+    a = _hermitian_pd(3)
+    garbage = np.triu(_complex((3, 3)), 1)
+    a = a + (garbage.conj().T if upper else garbage)  # the triangle cholesky never reads
+    weights = np.arange(9.0).reshape(3, 3)
+    outs = []
+    for lib in (ember, torch):
+        x = lib.tensor(a, requires_grad=True)
+        out = lib.linalg.cholesky(x, upper=upper)
+        (out.abs() ** 2 * lib.tensor(weights)).sum().backward()
+        outs.append((out, x.grad))
+    eps = np.finfo(np.float64).eps
+    _close(outs[0][0], outs[1][0], eps * 10)
+    _close(outs[0][1], outs[1][1], eps * 1e3)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: ember.linalg.cholesky(t @ t.mH + 3 * ember.eye(3, dtype=t.dtype)),
+    lambda t: ember.linalg.inv(t + 3 * ember.eye(3, dtype=t.dtype)),
+    lambda t: ember.linalg.det(t),
+    lambda t: ember.linalg.solve(t + 3 * ember.eye(3, dtype=t.dtype), t[:, :2]),
+], ids=["cholesky", "inv", "det", "solve"])
+def test_gradcheck_complex_linalg(fn):
+    z = ember.tensor(_complex((3, 3)), requires_grad=True)
+    assert gradcheck(fn, (z,))
+
+
+def test_linalg_ember_lacks_for_complex_says_so():
+    z = ember.tensor(_hermitian_pd(2))
+    with pytest.raises(NotImplementedError, match="complex inputs are not supported"):
+        ember.linalg.qr(z)

@@ -306,13 +306,20 @@ def _linalg_cholesky(A, *, upper=False, out=None):
     o = _out(la.linalg_cholesky.meta_rule(A, upper=upper), out, "linalg_cholesky")
     if not o.numel():
         return o
-    # NumPy reads the lower triangle; the upper factor is the lower one of A^T, transposed.
-    a = np.swapaxes(arr(A), -1, -2) if upper else arr(A)
+    # NumPy reads the lower triangle; the upper factor is the lower one of A^H, transposed
+    # back (A^T and no conjugation for real A).
+    a = arr(A)
+    if upper:
+        a = np.swapaxes(a, -1, -2)
+        a = a.conj() if a.dtype.kind == "c" else a
     try:
         low = np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
         raise _batch_failure("linalg.cholesky", a, _not_pd_order, _NOT_PD) from None
-    return _land(np.swapaxes(low, -1, -2) if upper else low, o)
+    if upper:
+        low = np.swapaxes(low, -1, -2)
+        low = low.conj() if low.dtype.kind == "c" else low
+    return _land(low, o)
 
 
 def _eye_into(o: Tensor) -> Tensor:
