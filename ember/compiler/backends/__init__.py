@@ -49,7 +49,7 @@ def list_backends() -> list[str]:
 
 
 def _load() -> None:
-    if "numpy" not in _BACKENDS:
+    if "numpy" not in _BACKENDS or "eager" not in _BACKENDS:
         from ember.compiler.backends import eager, numpy_backend  # noqa: F401 - registers
     if "c" not in _BACKENDS:
         from ember.compiler.backends import c_backend  # noqa: F401 - registers
