@@ -29,8 +29,8 @@ arguments note their positions (``_number_at``) and keyword names (``_number_nam
 loop checks a tensor's position only when it finds a tensor, so a call without tensors in
 those places pays one index count per argument, and ``_call_with_numbers`` converts the
 tensors (``.item()``) before dispatching, so no kernel, autograd rule or mode ever sees them.
-Tensors that do not qualify (1-d, requiring grad, a float for an int) are left for the
-kernel, as before.
+Tensors that do not qualify (1-d, requiring grad, a float for an int, meta) are left for
+the kernel, as before.
 
 NOTE [Per-operator fallbacks]
 A dispatcher-wide fallback may depend on the operator: a ``PerOpFallback`` is asked, when an
@@ -517,11 +517,11 @@ def _number_kwarg_is_tensor(op: Operator, kwargs: dict) -> bool:
 def _as_number(value, kind: str):
     """The number a 0-d tensor stands for at a ``kind`` argument, or ``value`` unchanged
     when torch would not take it as one (NOTE [Numbers passed as 0-d tensors])."""
-    if not isinstance(value, _Tensor) or value._shape != ():
-        return value
+    if not isinstance(value, _Tensor) or value._shape != () or value._device.type == "meta":
+        return value  # a meta tensor holds no number: the kernel decides, as before
     if kind == "int":
         return value.item() if value._dtype.category == INTEGRAL else value
-    return value if value._requires_grad else value.item()
+    return value if value.requires_grad else value.item()
 
 
 def _call_with_numbers(op: Operator, args: tuple, kwargs: dict):

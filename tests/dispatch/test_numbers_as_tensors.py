@@ -103,6 +103,16 @@ def test_tensors_torch_would_not_take_as_numbers_reach_the_kernel_unchanged():
         ember.ones(2, 3).transpose(ember.tensor(0.0), 1)
 
 
+def test_a_value_that_requires_grad_keeps_its_gradient():
+    # torch takes a 0-d tensor requiring grad through the op's Tensor form; so does ember
+    for lib in (ember, torch):
+        x = lib.zeros(2, 3, dtype=lib.float64, requires_grad=True)
+        s = lib.ones(2, 2, dtype=lib.float64, requires_grad=True)
+        y = x.clone().masked_fill(lib.tensor([True, False, True]), s[0, 1] * 3)
+        (gs,) = lib.autograd.grad(y.sum(), s)
+        assert gs.tolist() == [[0.0, 12.0], [0.0, 0.0]]
+
+
 def test_meta_tensors_as_numbers_are_read_on_the_host_only_when_they_have_data():
     x = ember.ones(2, 3, device="meta")
     assert x.transpose(ember.tensor(0), 1).shape == (3, 2)  # a CPU 0-d index on meta data
