@@ -122,12 +122,20 @@ def _check_conv_dtypes(input: Tensor, weight: Tensor, bias, kernel: str) -> None
 
 
 def _check_conv_channels(input, weight, bias, transposed: bool, groups: int) -> int:
-    """Validate channel counts; return the number of output channels."""
+    """Validate channel counts; return the number of output channels.
+
+    An input with no channels gives an output with none (torch returns ``(N, 0, *out)``
+    whatever the weight's output channels; the bias is still checked against them).
+    """
     ws, xs = weight._shape, input._shape
     if ws[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
                            f"{groups} at dimension 0, but got weight of size [{_shape_str(ws)}] "
                            "instead")
+    if ws[0] == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"{_shape_str(ws)} instead")
     if transposed:
         if xs[1] != ws[0]:
             raise RuntimeError(f"Given transposed=1, weight of size {_shape_str(ws)}, expected "
@@ -135,10 +143,6 @@ def _check_conv_channels(input, weight, bias, transposed: bool, groups: int) -> 
                                f"{xs[1]} channels instead")
         out_c = ws[1] * groups
     else:
-        if ws[0] == 0:
-            raise RuntimeError(f"Given groups={groups}, expected weight to be at least "
-                               f"{groups} at dimension 0, but got weight of size "
-                               f"{_shape_str(ws)} instead")
         if xs[1] != ws[1] * groups:
             raise RuntimeError(f"Given groups={groups}, weight of size {_shape_str(ws)}, "
                                f"expected input{_shape_str(xs)} to have {ws[1] * groups} "
@@ -148,7 +152,7 @@ def _check_conv_channels(input, weight, bias, transposed: bool, groups: int) -> 
         raise RuntimeError(f"Given weight of size {_shape_str(ws)}, expected bias to be "
                            f"1-dimensional with {out_c} elements, but got bias of size "
                            f"{_shape_str(bias._shape)} instead")
-    return out_c
+    return out_c if xs[1] else 0
 
 
 def _conv_spatial(input, kernel, stride, padding, dilation, transposed, output_padding):
@@ -265,6 +269,11 @@ def _convolution_backward(ctx, grad):
     needs = ctx.needs_input_grad
     x, w, t = ctx.input, ctx.weight, ctx.transposed
     args = (ctx.stride, ctx.padding, ctx.dilation)
+    if not x._shape[1]:  # no input channels, an empty output: zero gradients (as torch)
+        gb = w.new_zeros((w._shape[1] * ctx.groups if t else w._shape[0],))
+        return (x.new_zeros(x._shape) if needs[0] else None,
+                w.new_zeros(w._shape) if needs[1] else None,
+                *((gb if needs[2] else None,) if len(needs) == 3 else ()))
     gx = _conv_input_grad(grad, w, x._shape, *args, ctx.groups, t) if needs[0] else None
     gw = None
     if needs[1]:

@@ -1026,6 +1026,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
         tensor([[[-1.,  1.],
                  [-1.,  1.]]])
     """
+    if (weight is not None or bias is not None) and not input.shape[0] * input.shape[1]:
+        # torch applies the affine through a batch norm over N * C channels, which fails so
+        raise IndexError("select(): index 0 out of range for tensor of size [0] at dimension 0")
     if use_input_stats:
         spatial = 1
         for s in input.shape[2:]:

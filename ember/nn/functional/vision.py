@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ember.core.dtype import INTEGRAL
 from ember.nn.functional.conv import pad
 from ember.nn.functional.pooling import avg_pool2d
 from ember.ops.creation import triu_indices
@@ -20,7 +21,10 @@ __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "local_respons
 
 
 def _int_arg(op: str, name: str, value, position: int = 2) -> int:
-    """``value`` as an int, refusing floats and other types as torch's argument parser does."""
+    """``value`` as an int, refusing floats and other types as torch's argument parser does
+    (which takes a 0-d integer tensor as the int it holds)."""
+    if isinstance(value, Tensor) and value.ndim == 0 and value.dtype.category == INTEGRAL:
+        value = value.item()
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{op}(): argument '{name}' (position {position}) must be int, not "
                         f"{type(value).__name__}")
@@ -85,7 +89,8 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
         downscale_factor: ``r``, a positive int.
 
     Returns:
-        A new tensor of shape ``(*, C * r**2, H, W)``.
+        A new tensor of shape ``(*, C * r**2, H, W)``; an empty input comes back as a copy of
+        its own shape, as torch's does.
 
     Raises:
         TypeError: ``downscale_factor`` is not an int.
@@ -107,6 +112,8 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
             raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by "
                                f"downscale_factor, but input.size({dim})={size} is not "
                                f"divisible by {r}")
+    if not input.numel():
+        return input.clone()  # torch hands an empty input back unchanged in shape
     nb = len(batch)
     x = input.reshape(*batch, c, h // r, r, w // r, r)  # (*, C, H, r, W, r)
     x = x.permute(*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3)  # (*, C, r, r, H, W)

@@ -65,6 +65,8 @@ def _conv_cases(nd: int):
         ((2, 4) + sp, (6, 4) + k, False, {"padding": "valid", "stride": (2,) * nd}),
         ((4,) + sp, (3, 4) + k, True, {"padding": 1}),              # unbatched
         ((0, 4) + sp, (3, 4) + k, True, {}),                        # empty batch
+        ((2, 0) + sp, (3, 0) + k, True, {}),            # no input channels: (N, 0, *out)
+        ((2, 0) + sp, (4, 0) + k, False, {"groups": 2, "stride": 2}),
         ((1, 2) + (4,) * nd, (2, 2) + (2,) * nd, True, {"stride": one}),  # gradcheck-sized
     ]
 
@@ -75,7 +77,7 @@ def _conv_samples(nd: int):
         for i, (xs, ws, has_b, kw) in enumerate(cases):
             lay = _layout(i, len(cases))
             x = make(xs, dtype, layout=lay if 0 not in xs else "contiguous")
-            w = make(ws, dtype, layout=WEIGHT_LAYOUT[lay])
+            w = make(ws, dtype, layout=WEIGHT_LAYOUT[lay] if 0 not in ws else "contiguous")
             b = make((ws[0],), dtype, layout="strided") if has_b else None
             yield SampleInput((x, w, b), kw, f"{lay}{list(xs)}*{list(ws)}{kw}")
     return gen
@@ -159,6 +161,10 @@ def _conv_transpose_errors(nd: int):
         yield ErrorInput(SampleInput((x, make((3, 4) + (3,) * nd), None),
                                      {"stride": 2, "output_padding": 2}), RuntimeError,
                          "output padding must be smaller than either stride or dilation")
+        yield ErrorInput(SampleInput((make((2, 0) + (5,) * nd), make((0, 3) + (3,) * nd),
+                                      None)), RuntimeError,
+                         r"expected weight to be at least 1 at dimension 0, but got weight "
+                         r"of size \[0, 3")
     return gen
 
 
@@ -300,7 +306,8 @@ _PADS = {"constant": [((2, 3, 4), (1, 2)), ((2, 3, 4), (2, 1, -1, 3, 1, 0)),
                      ((1, 2, 3, 3, 4), (1, 2, 2, 1, 0, 1))],
          "replicate": [((2, 3, 5), (2, 4)), ((2, 3, 4, 5), (2, 1, -1, 3)), ((3, 5), (0, 2))],
          "circular": [((2, 3, 5), (2, 4)), ((2, 3, 4, 5), (2, 1, -1, 3)), ((3, 5), (1, -2)),
-                      ((1, 2, 3, 3, 4), (1, 2, 2, 1, 0, 1))]}
+                      ((1, 2, 3, 3, 4), (1, 2, 2, 1, 0, 1)), ((0, 3, 5), (2, 1)),
+                      ((0, 2, 4, 5), (1, 2, 0, 3))]}  # empty batches
 
 
 def _pad_samples(mode: str):

@@ -156,6 +156,23 @@ def index_add_samples(dtype, writable=False):
         yield s
         if dtype != "bool" and "out" not in s.kwargs:
             yield SampleInput(s.args, {**s.kwargs, "alpha": 2}, s.name + "-alpha")
+    none = ember.tensor([], dtype=ember.int64)
+    for shape, dim in (((0, 3), 0), ((2, 0), 1), ((0, 3), 1)):  # an empty self
+        src = make(shape[:dim] + (0,) + shape[dim + 1:], dtype)
+        yield SampleInput((make(shape, dtype), dim, none, src), {}, f"empty-self{shape}-d{dim}")
+
+
+def number_tensor_samples(dtype):
+    """``(op name, args, kwargs)``: dims and ``alpha`` given as 0-d tensors, which torch takes
+    as the numbers they hold (meta=False: a meta tensor has no number to read)."""
+    yield SampleInput(("gather", make((3, 4), dtype), ember.tensor(-1), rand_index((3, 2), 4)),
+                      {}, "gather")
+    yield SampleInput(("index_select", make((4, 5), dtype, layout="permuted"), ember.tensor(1),
+                       rand_index((3,), 5)), {}, "index_select")
+    if dtype != "bool":
+        yield SampleInput(("index_add", make((4, 5), dtype), ember.tensor(1),
+                           ember.tensor([4, 0, 4]), make((4, 3), dtype)),
+                          {"alpha": ember.tensor(2)}, "index_add")
 
 
 def index_fill_samples(dtype, writable=False):
@@ -475,6 +492,8 @@ OPS = [
                                                                          "bool"), tol=HALF_TOL),
     OpInfo("index_select", lambda lib, x, d, i, **k: lib.index_select(x, d, i, **k),
            index_select_samples, dtypes=ALL),
+    OpInfo("indexing_number_tensors", lambda lib, name, *a, **k: getattr(lib, name)(*a, **k),
+           number_tensor_samples, dtypes=ALL, meta=False),
     OpInfo("index_add", lambda lib, x, d, i, s, **k: lib.index_add(x, d, i, s, **k),
            index_add_samples, dtypes=ALL, tol=HALF_TOL),
     OpInfo("index_add_", lambda lib, x, d, i, s, **k: x.index_add_(d, i, s, **k),

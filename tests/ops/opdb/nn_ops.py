@@ -1,7 +1,8 @@
 """Op-table entries: the fused nn operators (softmax, log_softmax) on every shape class.
 
-0-d inputs (dim 0 or -1), empty dims in each position, hostile layouts, and the ``dtype=``
-argument given by keyword and positionally.
+0-d inputs (dim 0 or -1), empty dims in each position, hostile layouts, the ``dtype=``
+argument given by keyword and positionally; the dim as a 0-d integer tensor (torch takes it
+as the int; meta=False there: a meta tensor holds no int).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def _functional(name):
     return lambda lib, x, dim, *a, **k: getattr(lib.nn.functional, name)(x, dim, *a, **k)
 
 
+def _tensor_dim_samples(d):
+    for lay, t in hostile((3, 4), d, layouts=("permuted", "strided")):
+        yield SampleInput((t, ember.tensor(-1)), {}, f"{lay}-0-d-tensor-dim")
+
+
 OPS = [
     OpInfo("softmax", _fn("softmax"), _softmax_samples, dtypes=FLOATS, tol=LOOSE),
     OpInfo("log_softmax", _fn("log_softmax"), _softmax_samples, dtypes=FLOATS, tol=LOOSE),
@@ -47,4 +53,6 @@ OPS = [
     OpInfo("F.softmax", _functional("softmax"), _softmax_samples, dtypes=FLOATS[:2], tol=LOOSE),
     OpInfo("F.log_softmax", _functional("log_softmax"), _softmax_samples, dtypes=FLOATS[:2],
            tol=LOOSE),
+    *[OpInfo(f"{name}_tensor_dim", _fn(name), _tensor_dim_samples, dtypes=FLOATS[:2],
+             tol=LOOSE, meta=False) for name in ("softmax", "log_softmax")],
 ]

@@ -508,7 +508,20 @@ def _cross_default(lib, a, b):
     return out
 
 
+def _number_tensor_samples(dtype):
+    """``(op name, args, kwargs)`` with ints given as 0-d tensors, which torch takes as the
+    ints (meta=False: a meta tensor holds no int to read)."""
+    x = make((3, 4), dtype, layout="permuted")
+    yield SampleInput(("roll", x, ember.tensor(-3), ember.tensor(-1)), {}, "roll")
+    yield SampleInput(("rot90", x, ember.tensor(3), (0, 1)), {}, "rot90")
+    yield SampleInput(("diag", x, ember.tensor(-1)), {}, "diag")
+    yield SampleInput(("repeat_interleave", x, ember.tensor(2), ember.tensor(0)), {},
+                      "repeat_interleave")
+
+
 _add(
+    OpInfo("shape_number_tensors", lambda lib, name, *a, **k: getattr(lib, name)(*a, **k),
+           _number_tensor_samples, dtypes=ALL, meta=False),
     OpInfo("diag", lambda lib, x, k: lib.diag(x, k),
            _with_args([(0,), (1,), (4,), (3, 4), (4, 3), (0, 3), (1, 1)],
                       [(0,), (1,), (-2,), (6,)]), dtypes=ALL, errors=_diag_errors),

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import ember
-from tests.opinfo import FLOATS, OpInfo, SampleInput, make
+from tests.opinfo import FLOATS, ErrorInput, OpInfo, SampleInput, make
 
 LOOSE = {"float32": (5e-5, 5e-5), "float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2)}
 F2 = FLOATS[:2]  # float32, float64
@@ -24,6 +24,17 @@ def _dropout_samples(d):
         x = _x((2, 3, 4), d, lay)
         for p, train in ((0.5, False), (0.0, True), (1.0, True), (0.3, False)):
             yield SampleInput((x, p, train), {}, f"{lay}-p{p}-{train}")
+
+
+def _feature_dropout_samples(d):
+    yield from _dropout_samples(d)
+    yield SampleInput((_x((), d), 0.5, False), {}, "0-d-eval")  # training needs >= 2 dims
+
+
+def _feature_dropout_errors():
+    for shape in ((), (3,)):
+        yield ErrorInput(SampleInput((_x(shape, "float32"), 0.5, True)), RuntimeError,
+                         "Feature dropout requires at least 2 dimensions in the input")
 
 
 def _inplace_dropout(name):
@@ -83,6 +94,21 @@ def _instance_norm_samples(d):
                       "affine")
     yield SampleInput((x, None, None, _x((3,), d), _x((3,), d, low=0.5, high=2), False, 0.1,
                        1e-5, False), {}, "running")
+    # no channels or no samples: an empty result (with running statistics of no channels)
+    yield SampleInput((_x((2, 0, 5), d), None, None, None, None, True, 0.1, 1e-5, False), {},
+                      "zero-channels")
+    yield SampleInput((_x((2, 0, 5), d), None, None, _x((0,), d), _x((0,), d), True, 0.1, 1e-5,
+                       False), {}, "zero-channels-running")
+    yield SampleInput((_x((0, 3, 5), d), None, None, None, None, True, 0.1, 1e-5, False), {},
+                      "empty-batch")
+
+
+def _instance_norm_errors():
+    # torch applies the affine of an empty (N * C == 0) input through a batch norm that fails
+    for shape, c in (((2, 0, 5), 0), ((0, 3, 5), 3)):
+        yield ErrorInput(SampleInput((_x(shape, "float32"), _x((c,), "float32"), None, None,
+                                      None, True, 0.1, 1e-5, False)), IndexError,
+                         r"index 0 out of range for tensor of size \[0\]")
 
 
 def _embedding_samples(d):
@@ -127,6 +153,18 @@ def _pixel_samples(d):
 
 def _unshuffle_samples(d):
     yield SampleInput((_x((2, 2, 4, 6), d, "strided"), 2), {}, "unshuffle")
+
+
+def _unshuffle_empty_samples(d):
+    """Empty inputs: torch returns a copy of the input's own shape (and strides)."""
+    for shape in ((0, 1, 4, 4), (2, 0, 4, 6), (2, 1, 0, 4), (1, 2, 0, 4, 4)):
+        yield SampleInput((_x(shape, d), 2), {}, f"empty{list(shape)}")
+    yield SampleInput((_x((0, 1, 4, 4), d).transpose(2, 3), 2), {}, "empty-transposed")
+
+
+def _unshuffle_errors():
+    yield ErrorInput(SampleInput((_x((0, 1, 3, 4), "float32"), 2)), RuntimeError,
+                     "pixel_unshuffle expects height to be divisible by downscale_factor")
 
 
 def _channel_shuffle_samples(d):
@@ -178,6 +216,8 @@ def _loss_samples(kind):
                 target = ember.tensor([1.0, -1.0, 1.0], dtype=getattr(ember, d))
                 yield SampleInput(_with_reduction((_x((3,), d), _x((3,), d), target, 0.1), red),
                                   {}, tag)
+                yield SampleInput(_with_reduction((_x((), d), _x((), d), target[1], 0.1), red),
+                                  {}, f"0-d-{tag}")
             elif kind == "poisson" and red is not None:  # torch requires every argument
                 yield SampleInput((_x((3, 4), d), _x((3, 4), d, low=0, high=4), True, False,
                                    1e-8, red), {}, f"log-{tag}")
@@ -209,13 +249,14 @@ OPS = [
     OpInfo("top.alpha_dropout", _fn("alpha_dropout"), _dropout_samples, dtypes=F2),
     OpInfo("top.alpha_dropout_", _inplace_dropout("alpha_dropout_"), _dropout_samples,
            dtypes=F2),
-    OpInfo("top.feature_dropout", _fn("feature_dropout"), _dropout_samples, dtypes=F2),
-    OpInfo("top.feature_dropout_", _inplace_dropout("feature_dropout_"), _dropout_samples,
-           dtypes=F2),
-    OpInfo("top.feature_alpha_dropout", _fn("feature_alpha_dropout"), _dropout_samples,
-           dtypes=F2),
+    OpInfo("top.feature_dropout", _fn("feature_dropout"), _feature_dropout_samples, dtypes=F2,
+           errors=_feature_dropout_errors),
+    OpInfo("top.feature_dropout_", _inplace_dropout("feature_dropout_"),
+           _feature_dropout_samples, dtypes=F2),
+    OpInfo("top.feature_alpha_dropout", _fn("feature_alpha_dropout"), _feature_dropout_samples,
+           dtypes=F2, errors=_feature_dropout_errors),
     OpInfo("top.feature_alpha_dropout_", _inplace_dropout("feature_alpha_dropout_"),
-           _dropout_samples, dtypes=F2),
+           _feature_dropout_samples, dtypes=F2),
     OpInfo("top.layer_norm", _fn("layer_norm"), _norm_samples, dtypes=FLOATS, tol=LOOSE),
     OpInfo("native_layer_norm", _fn("native_layer_norm"), _native_layer_norm_samples, dtypes=F2,
            tol=LOOSE),
@@ -223,7 +264,7 @@ OPS = [
     OpInfo("top.group_norm", _fn("group_norm"), _group_norm_samples, dtypes=FLOATS, tol=LOOSE),
     OpInfo("top.batch_norm", _batch_norm_stats, _batch_norm_samples, dtypes=F2, tol=LOOSE),
     OpInfo("top.instance_norm", _fn("instance_norm"), _instance_norm_samples, dtypes=F2,
-           tol=LOOSE),
+           tol=LOOSE, errors=_instance_norm_errors),
     OpInfo("top.embedding", _fn("embedding"), _embedding_samples, dtypes=FLOATS),
     OpInfo("top.cosine_similarity", _fn("cosine_similarity"), _cosine_samples, dtypes=F2,
            tol=LOOSE),
@@ -234,7 +275,10 @@ OPS = [
            dtypes=F2, tol=LOOSE),
     OpInfo("top.kl_div", _fn("kl_div"), _kl_samples, dtypes=F2, tol=LOOSE),
     OpInfo("top.pixel_shuffle", _fn("pixel_shuffle"), _pixel_samples, dtypes=FLOATS),
-    OpInfo("top.pixel_unshuffle", _fn("pixel_unshuffle"), _unshuffle_samples, dtypes=FLOATS),
+    OpInfo("top.pixel_unshuffle", _fn("pixel_unshuffle"), _unshuffle_samples, dtypes=FLOATS,
+           errors=_unshuffle_errors),
+    OpInfo("top.pixel_unshuffle_empty", _fn("pixel_unshuffle"), _unshuffle_empty_samples,
+           dtypes=FLOATS, check_stride=True),
     OpInfo("top.channel_shuffle", _fn("channel_shuffle"), _channel_shuffle_samples,
            dtypes=FLOATS),
     OpInfo("top.native_channel_shuffle", _fn("native_channel_shuffle"),
@@ -269,6 +313,9 @@ OPS = [
 _BY_NAME = {info.name: info for info in OPS}
 # torch's native_channel_shuffle has no derivative; ember's (a view chain) has one
 _BY_NAME["top.native_channel_shuffle"].grad = False
+# torch's backward of an empty pixel_unshuffle (a copy) refuses its own empty gradient; ember's
+# passes the empty gradient back
+_BY_NAME["top.pixel_unshuffle_empty"].grad = False
 # scale_grad_by_freq and CTC's gradient (which assumes normalised log-probabilities) are by
 # design not the finite-difference derivative; both are compared with torch's gradients
 _BY_NAME["top.embedding"].gradcheck = False
@@ -296,6 +343,25 @@ OPS += [
                                                                                       True)],
            dtypes=F2, tol=LOOSE),
 ]
+
+
+def _number_tensor_samples(d):
+    """``(name, args)`` with the float, Scalar and int arguments given as 0-d tensors, which
+    torch takes as the numbers they hold (meta=False: a meta tensor holds no number)."""
+    x, T = _x((3, 4), d, "permuted"), ember.tensor
+    yield SampleInput(("threshold", x, T(0.1), T(20.0)), {}, "threshold")
+    yield SampleInput(("hardshrink", x, T(1.0)), {}, "hardshrink")
+    yield SampleInput(("celu", x, T(0.5)), {}, "celu")
+    yield SampleInput(("dropout", x, T(0.0), True), {}, "dropout")
+    yield SampleInput(("pdist", x, T(1.0)), {}, "pdist")
+    yield SampleInput(("cosine_similarity", x, x * 2, T(0), T(1e-6)), {}, "cosine_similarity")
+    yield SampleInput(("pixel_shuffle", _x((1, 8, 2, 3), d), T(2)), {}, "pixel_shuffle")
+    yield SampleInput(("pixel_unshuffle", _x((1, 2, 4, 6), d), T(2)), {}, "pixel_unshuffle")
+    yield SampleInput(("channel_shuffle", _x((1, 6, 2, 2), d), T(3)), {}, "channel_shuffle")
+
+
+OPS.append(OpInfo("top.number_tensors", lambda lib, name, *a: getattr(lib, name)(*a),
+                  _number_tensor_samples, dtypes=F2, tol=LOOSE, meta=False))
 
 
 def _renorm_samples(d):
