@@ -539,7 +539,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     """Counts of ``input``'s elements in bins: ``(hist, bin_edges)`` (``torch.histogram``).
 
     ``bins`` is a count (equal widths over ``range``, default the data's min and max, widened
-    by 0.5 each side when they are equal) or a 1-d tensor of increasing edges. Bins are
+    by 0.5 each side when they are equal, or [0, 1] for an empty input) or a 1-d tensor of
+    increasing edges. Bins are
     half-open except the last, which includes its right edge; elements outside are ignored.
     ``weight`` weighs each element; ``density`` divides by the total and the bin widths.
 
@@ -556,7 +557,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     from ember.ops.shape import searchsorted
     _require("histogram", input)
     half_range = input._dtype in (dt.float16, dt.bfloat16) and range is None and \
-        not isinstance(bins, Tensor)  # torch finds a half tensor's range with no half kernel
+        not isinstance(bins, Tensor) and input.numel()  # found with no half kernel in torch
     if not input._dtype.is_floating_point or half_range:
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
                                   f"'{input._dtype.scalar_name}'")
@@ -569,7 +570,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
         elif x.numel():
             lo, hi = x.min().item(), x.max().item()
         else:
-            lo, hi = 0.0, 0.0
+            lo, hi = 0.0, 1.0  # an empty input: torch's default range
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         edges = linspace(lo, hi, bins + 1, dtype=input._dtype, device=input._device)

@@ -387,6 +387,12 @@ def _histogram_samples(d):
                           {})):
             yield SampleInput((x, *args), kw, f"{lay}{args}{sorted(kw)}")
     yield SampleInput((ember.ones(3, dtype=getattr(ember, d)), 2), {}, "constant")
+    empty = ember.zeros(0, dtype=getattr(ember, d))  # torch's edges then span [0, 1]
+    yield SampleInput((empty, 5), {}, "empty")
+    yield SampleInput((ember.zeros(2, 0, dtype=getattr(ember, d)), 3), {"range": (-1.0, 2.0)},
+                      "empty-range")
+    yield SampleInput((empty, ember.tensor([-1.0, 0.0, 2.5], dtype=getattr(ember, d))), {},
+                      "empty-edges")
 
 
 OPS.append(OpInfo("histogram", lambda lib, x, *a, **k: tuple(lib.histogram(x, *a, **k)),
