@@ -40,6 +40,7 @@ CASES = [
     ("norm_p", lambda lib, x, T: x.norm(T(3.0))),
     ("pow_exponent", lambda lib, x, T: x.pow(T(2.0))),
     ("full", lambda lib, x, T: lib.full((2,), T(3.0), dtype=lib.float64) * x.sum()),
+    ("pinv_rtol", lambda lib, x, T: lib.linalg.pinv(x, rtol=T(0.01))),
 ]
 
 
