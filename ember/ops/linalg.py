@@ -189,8 +189,11 @@ def _floating(name: str, A: Tensor, half: str | None = None, empty_too: bool = F
             raise _not_implemented(half, A)
 
 
+_EIGH_DTYPES = (dt.float32, dt.float64, dt.complex64, dt.complex128)
+
+
 def _eigh_dtype(A: Tensor) -> None:
-    if A._dtype is not dt.float32 and A._dtype is not dt.float64 and A.numel():
+    if A._dtype not in _EIGH_DTYPES and A.numel():
         raise _not_implemented("linalg_eigh_cpu", A)
 
 
@@ -1415,7 +1418,7 @@ def _eigh_checks(A: Tensor, UPLO: str) -> None:
 @operator("linalg_eigh(Tensor A, str UPLO='L', *, Tensor(a!)? out=None) -> "
           "(Tensor eigenvalues, Tensor eigenvectors)", method=False)
 def linalg_eigh(A, UPLO="L", *, out=None):
-    """Eigen-decomposition of symmetric matrices (``torch.linalg.eigh``).
+    """Eigen-decomposition of symmetric (complex: Hermitian) matrices (``torch.linalg.eigh``).
 
     Reads only the ``UPLO`` triangle; eigenvalues ascend; eigenvector signs are
     implementation defined.
@@ -1427,8 +1430,8 @@ def linalg_eigh(A, UPLO="L", *, out=None):
         >>> L, Q.shape
         (tensor([1.5000, 3.5000]), ember.Size([2, 2]))
     """
-    _eigh_checks(A, UPLO)
-    return Spec(A._shape[:-1], A._dtype), Spec(A._shape, A._dtype)
+    _eigh_checks(A, UPLO)  # Hermitian matrices have real eigenvalues
+    return Spec(A._shape[:-1], A._dtype.to_real()), Spec(A._shape, A._dtype)
 
 
 linalg_eigh.result_tuple = EighResult
@@ -1436,12 +1439,21 @@ linalg_eigh.result_tuple = EighResult
 
 @derivative(linalg_eigh, save=("A",))
 def _linalg_eigh_backward(ctx, gL, gV):
-    # gA = V (diag(gL) + F o skew(V^T gV)) V^T, F_ij = 1 / (L_j - L_i): symmetric, like torch's
-    # (the forward reads one triangle, the gradient is the symmetric one).
+    # gA = V (diag(gL) + F o skew(V^H gV)) V^H, F_ij = 1 / (L_j - L_i): Hermitian, like
+    # torch's (the forward reads one triangle; mH is mT for real tensors). For complex V the
+    # loss must not depend on the eigenvectors' phases (torch checks; ember assumes it).
     L, V = linalg_eigh(ctx.A, ctx.UPLO)  # recomputed (NOTE [Linalg derivatives])
-    K = matmul(V.mT, gV)
-    inner = 0.5 * (K - K.mT) / _unit_diag(L.unsqueeze(-2) - L.unsqueeze(-1)) + gL.diag_embed()
-    return matmul(matmul(V, inner), V.mT)
+    if gV is None:
+        return _eigvalsh_grad(gL, V)
+    K = matmul(V.mH, gV)
+    inner = 0.5 * (K - K.mH) / _unit_diag(L.unsqueeze(-2) - L.unsqueeze(-1))
+    if gL is not None:
+        inner = inner + gL.diag_embed()
+    return matmul(matmul(V, inner), V.mH)
+
+
+def _eigvalsh_grad(grad: Tensor, V: Tensor) -> Tensor:
+    return matmul(V * grad.to(V._dtype).unsqueeze(-2), V.mH)
 
 
 @operator("linalg_eigvalsh(Tensor A, str UPLO='L', *, Tensor(a!)? out=None) -> Tensor",
@@ -1456,13 +1468,13 @@ def linalg_eigvalsh(A, UPLO="L", *, out=None):
         tensor([1.5000, 3.5000])
     """
     _eigh_checks(A, UPLO)
-    return Spec(A._shape[:-1], A._dtype)
+    return Spec(A._shape[:-1], A._dtype.to_real())
 
 
 @derivative(linalg_eigvalsh, save=("A",))
 def _linalg_eigvalsh_backward(ctx, grad):
     _, V = linalg_eigh(ctx.A, ctx.UPLO)
-    return matmul(V * grad.unsqueeze(-2), V.mT)
+    return _eigvalsh_grad(grad, V)
 
 
 def _tolerance_args(atol, rtol) -> None:

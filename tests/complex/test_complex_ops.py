@@ -255,3 +255,27 @@ def test_linalg_ember_lacks_for_complex_says_so():
     z = ember.tensor(_hermitian_pd(2))
     with pytest.raises(NotImplementedError, match="complex inputs are not supported"):
         ember.linalg.qr(z)
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_of_complex_hermitian_like_torch(uplo):
+    m = _complex((3, 3))
+    a = m + m.conj().T
+    weights = np.arange(9.0).reshape(3, 3)
+    for fn in (lambda L, x: L.linalg.eigvalsh(x, UPLO=uplo),
+               lambda L, x: L.linalg.eigh(x, UPLO=uplo)[0],
+               # a loss that does not depend on the eigenvectors' phases
+               lambda L, x: L.linalg.eigh(x, UPLO=uplo)[1].abs() ** 2 * L.tensor(weights)):
+        outs = []
+        for lib in (ember, torch):
+            x = lib.tensor(a, requires_grad=True)
+            out = fn(lib, x)
+            (out * out).sum().backward()
+            outs.append((out, x.grad))
+        assert outs[0][0].dtype is ember.float64  # real eigenvalues
+        eps = np.finfo(np.float64).eps
+        _close(outs[0][0], outs[1][0], eps * 100)
+        _close(outs[0][1], outs[1][1], eps * 1e4)
+    z = ember.tensor(m, requires_grad=True)
+    assert gradcheck(lambda t: ember.linalg.eigvalsh(t + t.mH, UPLO=uplo), (z,))
+    assert gradcheck(lambda t: ember.linalg.eigh(t + t.mH, UPLO=uplo)[1].abs(), (z,))
