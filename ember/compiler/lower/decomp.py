@@ -427,11 +427,49 @@ def _softmax(lw, node, b):
     ex = lw.ref(x, d)
     m = lw.red("amax", ex, shape, True)
     sh = lw.pw(shape, d, op("sub", d, ex, load(m)))
-    e = lw.pw(shape, d, op("exp", d, load(sh)))
+    if _may_be_neg_inf(lw.get(x)):
+        e = lw.pw(shape, d, _exp_of_shifted(lw, shape, d, sh))
+    else:
+        e = lw.pw(shape, d, op("exp", d, load(sh)))
     s = lw.red("sum", load(e), shape, True)
     if "log" in node.target.name:
         return lw.pw(node, d, op("sub", d, load(sh), op("log", d, load(s))))
     return lw.pw(node, d, op("div", d, load(e), load(s)))
+
+
+# below this a float's exp is subnormal (float32: < 1.18e-38); see _exp_of_shifted
+_EXP_LOW = {dt.float32: -87.33, dt.float64: -708.39}
+
+
+def _may_be_neg_inf(ln) -> bool:
+    """Whether a lowered pointwise value puts a -inf constant in (a mask), through the
+    pointwise producers it reads."""
+    stack, seen = [ln.expr] if ln.kind == "pw" else [], set()
+    while stack:
+        e = stack.pop()
+        if e.kind == "const" and isinstance(e.value, float) and e.value == -math.inf:
+            return True
+        if e.kind == "load" and e.value.kind == "pw" and id(e.value) not in seen:
+            seen.add(id(e.value))
+            stack.append(e.value.expr)
+        stack.extend(e.args)
+    return False
+
+
+def _exp_of_shifted(lw, shape, d, sh):
+    """``exp(sh)`` for softmax's ``x - max`` where a mask put -inf in ``x``.
+
+    glibc's vector exp leaves its fast path for a whole vector when one lane's result is
+    subnormal or zero (a causal mask's -inf: several times slower), and gcc moves a clamp of
+    the argument back out of the call. So the clamped argument is stored (its own pass over
+    the row, a value gcc cannot see through) and the exp reads it; lanes below the clamp give
+    0 (a subnormal probability flushed: an absolute error below 1.2e-38).
+    """
+    low = const(_EXP_LOW[d], d)
+    arg = lw.pw(shape, d, op("where", d, op("lt", dt.bool_, load(sh), low), low, load(sh)))
+    arg.external = True          # realised: stored by one loop, read by the next
+    return op("where", d, op("lt", dt.bool_, load(sh), low), const(0.0, d),
+              op("exp", d, load(arg)))
 
 
 @rule("native_layer_norm")
