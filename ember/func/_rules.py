@@ -246,6 +246,8 @@ def _dim_rule(*names: str, new: bool = False, none: str | None = None):
         if not _only_self_batched(args, kwargs, info.level):
             return NotImplemented
         x = args[0]
+        if x.dim() == 0 and not new:  # NOTE [Dimension arguments of a 0-d example]
+            return _scalar_dims(op, info, args, kwargs, names)
         rank = x.dim() + (1 if new else 0)
         a, k = list(args), dict(kwargs)
         v = front(x)
@@ -267,6 +269,32 @@ def _dim_rule(*names: str, new: bool = False, none: str | None = None):
     return rule
 
 
+# NOTE [Dimension arguments of a 0-d example]
+# A 0-d example accepts dim 0 or -1 (and None), naming the example itself. On the value the
+# example becomes a size-1 dim after the batch: the operator runs over that dim and results
+# that keep it (keepdim, or operators that do not reduce) lose it again.
+def _scalar_dims(op, info, args, kwargs, names):
+    a, k = list(args), dict(kwargs)
+    types = {arg.name: arg.type for arg in op.schema.arguments}
+    for name in names:
+        where, d = _arg(op, args, kwargs, name)
+        for x in d if isinstance(d, list | tuple) else [d]:
+            if x is not None:
+                _wrap_dim(x, 0)
+        _set(a, k, where, [1] if "[" in types[name] else 1)
+    a[0] = front(args[0]).unsqueeze(1)
+    return _lift(_drop_unit(op(*a, **k)), info.level)
+
+
+def _drop_unit(out):
+    if isinstance(out, Tensor):
+        return out.squeeze(1) if out.dim() > 1 else out
+    if isinstance(out, list | tuple):
+        items = [_drop_unit(o) for o in out]
+        return type(out)(items) if out.__class__ in (list, tuple) else type(out)(*items)
+    return out
+
+
 for _name in ("sum", "mean", "std", "var", "all", "any", "norm", "count_nonzero", "amax", "amin",
               "nansum", "nanmean", "var_mean", "std_mean", "aminmax"):
     RULES[_name] = _dim_rule("dim", none="all")
@@ -274,7 +302,7 @@ for _name in ("prod", "argmax", "argmin"):
     RULES[_name] = _dim_rule("dim", none="flat")
 for _name in ("softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin",
               "sort", "argsort", "topk", "kthvalue", "mode", "select", "slice", "narrow",
-              "unbind", "split", "chunk", "split_with_sizes", "logsumexp", "index_select", "flip",
+              "unbind", "split", "chunk", "split_with_sizes", "logsumexp", "flip",
               "_softmax", "_log_softmax", "squeeze_dim", "nanmedian", "glu"):
     RULES[_name] = _dim_rule("dims" if _name == "flip" else "dim")
 RULES["transpose"] = _dim_rule("dim0", "dim1")
@@ -507,20 +535,18 @@ def _convolution(op, info, args, kwargs):
         n = v.shape[1]
         out = op(v.reshape(size * n, *v.shape[2:]), w, b, *rest, groups)
         return wrap(out.reshape(size, n, *out.shape[1:]), 0, level)
-    if vals[6]:
-        return NotImplemented  # transposed convolution with batched weights: loop
     v = _bfront(x, level, size)  # (B, [N,] C, *sp)
     if unbatched_input:
         v = v.unsqueeze(1)
     n, c = v.shape[1], v.shape[2]
     v = v.movedim(0, 1).reshape(n, size * c, *v.shape[3:])  # (N, B*C, *sp)
     wv = _bfront(w, level, size)  # (B, O, C/g, *k)
-    o = wv.shape[1]
-    wv = wv.reshape(size * o, *wv.shape[2:])
+    wv = wv.reshape(size * wv.shape[1], *wv.shape[2:])  # transposed: (B*C, O/g, *k)
     bv = None
     if b is not None:
-        bv = _bfront(b, level, size).reshape(size * o)
+        bv = _bfront(b, level, size).reshape(-1)
     out = op(v, wv, bv, *rest, groups * size)  # (N, B*O, *sp')
+    o = out.shape[1] // size
     out = out.reshape(n, size, o, *out.shape[2:]).movedim(1, 0)  # (B, N, O, *sp')
     return wrap(out.squeeze(1) if unbatched_input else out, 0, level)
 
@@ -584,3 +610,5 @@ for _name in ("native_layer_norm", "_softmax_backward_data", "_log_softmax_backw
               "avg_pool2d", "max_pool2d_with_indices", "adaptive_avg_pool2d", "pad",
               "constant_pad_nd"):
     RULES.setdefault(_name, _self_only)
+
+from ember.func import _rules_index, _rules_math  # noqa: E402, F401  (they add to RULES)

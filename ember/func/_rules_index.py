@@ -1,0 +1,109 @@
+"""Batching rules for scatter, index_put and index_select with batched indices.
+
+Every tensor argument is brought to the batch (batch first; unbatched ones expanded), the
+dimension argument moves past the batch dim, and advanced indices gain a leading ``arange``
+over the batch so each example only reads and writes its own slice.
+"""
+
+from __future__ import annotations
+
+from ember.func._batched import front, is_batched_at, wrap
+from ember.func._rules import _INPLACE_MSG, RULES, _arg, _bfront, _op, _set, _wrap_dim
+
+
+def _scatter(op, info, args, kwargs):
+    """``scatter``/``scatter_add``/``scatter_reduce`` (and in-place forms): per example."""
+    level, size = info.level, info.size
+    x = args[0]
+    if kwargs.get("out") is not None or x.dim() == 0:
+        return NotImplemented
+    if op._is_inplace and not is_batched_at(x, level):
+        raise RuntimeError(_INPLACE_MSG)
+    a, k = list(args), dict(kwargs)
+    a[0] = front(x) if op._is_inplace else _bfront(x, level, size)
+    where, d = _arg(op, args, kwargs, "dim")
+    _set(a, k, where, _wrap_dim(d, x.dim()) + 1)
+    for name in ("index", "src"):
+        try:
+            w, t = _arg(op, args, kwargs, name)
+        except KeyError:
+            continue
+        if t is not None and hasattr(t, "dim"):
+            _set(a, k, w, _bfront(t, level, size))
+    out = op(*a, **k)
+    return args[0] if op._is_inplace else wrap(out, 0, level)
+
+
+for _name in ("scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+              "scatter_reduce_"):
+    RULES[_name] = _scatter
+
+
+def _batch_arange(size: int, rank: int):
+    return _op("aten::arange")(size).reshape(size, *([1] * rank))
+
+
+def _index_put(op, info, args, kwargs):
+    """``self[indices] = values`` per example; indices must be leading and adjacent."""
+    level, size = info.level, info.size
+    x = args[0]
+    _, indices = _arg(op, args, kwargs, "indices")
+    _, values = _arg(op, args, kwargs, "values")
+    _, accumulate = _arg(op, args, kwargs, "accumulate")
+    indices = list(indices)
+    present = [i for i, t in enumerate(indices) if t is not None]
+    if (not present or present != list(range(len(present)))
+            or any(indices[i].dtype.name == "bool" for i in present)):
+        return NotImplemented
+    if op._is_inplace and not is_batched_at(x, level):
+        raise RuntimeError(_INPLACE_MSG)
+    idx_rank = max(indices[i].dim() for i in present)
+    idx = []
+    for t in indices[:len(present)]:
+        if is_batched_at(t, level):
+            v = front(t)
+            while v.dim() < idx_rank + 1:
+                v = v.unsqueeze(1)
+            idx.append(v)
+        else:
+            idx.append(t)
+    # per example the indexed part has shape (*index shape, *x.shape[len(present):])
+    part_rank = idx_rank + x.dim() - len(present)
+    if is_batched_at(values, level):
+        vv = front(values)
+        while vv.dim() < part_rank + 1:
+            vv = vv.unsqueeze(1)
+    else:
+        vv = values
+    vx = front(x) if op._is_inplace else _bfront(x, level, size)
+    out = op(vx, [_batch_arange(size, idx_rank), *idx], vv, accumulate)
+    return args[0] if op._is_inplace else wrap(out, 0, level)
+
+
+RULES["index_put"] = _index_put
+RULES["index_put_"] = _index_put
+
+
+def _index_select(op, info, args, kwargs):
+    """``index_select``: a batched index picks each example's own rows."""
+    level, size = info.level, info.size
+    x = args[0]
+    where, d = _arg(op, args, kwargs, "dim")
+    _, index = _arg(op, args, kwargs, "index")
+    if kwargs.get("out") is not None:
+        return NotImplemented
+    if not is_batched_at(index, level):
+        a, k = list(args), dict(kwargs)
+        a[0] = front(x)
+        _set(a, k, where, _wrap_dim(d, x.dim()) + 1)
+        return wrap(op(*a, **k), 0, level)
+    if x.dim() == 0:
+        return NotImplemented
+    d = _wrap_dim(d, x.dim()) + 1
+    vx = _bfront(x, level, size).movedim(d, 1)  # (B, n, *rest)
+    vi = front(index).reshape(size, -1)  # (B, k)
+    out = _op("aten::index.Tensor")(vx, [_batch_arange(size, 1), vi])  # (B, k, *rest)
+    return wrap(out.movedim(1, d), 0, level)
+
+
+RULES["index_select"] = _index_select

@@ -1,0 +1,126 @@
+"""Batching rules for FFTs, complex views, triangular parts and linear algebra.
+
+These kernels act on trailing dims (or on listed ones) and take leading batch dims natively,
+so the batch rides in front of each example's dims.
+"""
+
+from __future__ import annotations
+
+from ember.func._batched import front, is_batched_at, wrap
+from ember.func._rules import RULES, _arg, _bfront, _dim_rule, _lift, _only_self_batched, _op
+
+
+def _trailing(op, info, args, kwargs):
+    """Operators on the example's trailing dims, with no other batched tensor: on the value."""
+    if not _only_self_batched(args, kwargs, info.level):
+        return NotImplemented
+    out = op(front(args[0]), *args[1:], **kwargs)
+    return args[0] if op._is_inplace else _lift(out, info.level)
+
+
+for _name in ("view_as_real", "view_as_complex", "conj_physical",
+              "tril", "triu", "tril_", "triu_", "linalg_inv", "linalg_det",
+              "linalg_slogdet", "logdet", "linalg_cholesky",
+              "linalg_qr", "linalg_svd", "linalg_svdvals",
+              "linalg_eigh", "linalg_eigvalsh", "linalg_lu_factor_ex",
+              "linalg_lu", "linalg_pinv", "linalg_matrix_power", "linalg_matrix_exp",
+              "_lu_pivots_to_permutation", "linalg_ldl_factor_ex"):
+    RULES[_name] = _trailing
+
+for _name in ("_fft_c2c", "_fft_r2c", "_fft_c2r"):
+    RULES[_name] = _dim_rule("dim")
+RULES["linalg_vector_norm"] = _dim_rule("dim", none="all")
+RULES["linalg_matrix_norm"] = _dim_rule("dim")
+
+
+def _pad_to(v, rank: int):
+    """Size-1 dims after the batch dim until ``v`` (batch first) has ``rank`` dims."""
+    while v.dim() < rank:
+        v = v.unsqueeze(1)
+    return v
+
+
+def _solve_like(op, info, args, kwargs, a_name: str, b_name: str, matrix_rank_b: int):
+    """``op(A, B)`` with batched ``A`` (square matrices) and/or ``B``: both batch first with
+    their leading dims lined up; a per-example vector ``B`` gets a trailing unit dim."""
+    level, size = info.level, info.size
+    wa, a = _arg(op, args, kwargs, a_name)
+    wb, b = _arg(op, args, kwargs, b_name)
+    vector = matrix_rank_b == 1 and (b.dim() == 1 or (b.dim() == a.dim() - 1
+                                                      and tuple(b.shape) == tuple(a.shape[:-1])))
+    va, vb = _bfront(a, level, size), _bfront(b, level, size)
+    if vector:
+        vb = vb.unsqueeze(-1)
+    rank = max(va.dim(), vb.dim())
+    va, vb = _pad_to(va, rank), _pad_to(vb, rank)
+    a2, k2 = list(args), dict(kwargs)
+    for where, v in ((wa, va), (wb, vb)):
+        if isinstance(where, int):
+            a2[where] = v
+        else:
+            k2[where] = v
+    out = op(*a2, **k2)
+    return wrap(out.squeeze(-1) if vector else out, 0, level)
+
+
+def _linalg_solve(op, info, args, kwargs):
+    if kwargs.get("out") is not None or not kwargs.get("left", True):
+        return NotImplemented
+    return _solve_like(op, info, args, kwargs, "A", "B", 1)
+
+
+def _triangular_solve(op, info, args, kwargs):
+    return _solve_like(op, info, args, kwargs, "A", "B", 2)
+
+
+RULES["linalg_solve"] = _linalg_solve
+RULES["_linalg_triangular_solve"] = _triangular_solve
+
+
+def _outer(op, info, args, kwargs):
+    """``outer(a, b)`` of two vectors per example: a broadcast product."""
+    level, size = info.level, info.size
+    a, b = args[0], args[1]
+    if a.dim() != 1 or b.dim() != 1:
+        return NotImplemented
+    va = front(a).unsqueeze(-1) if is_batched_at(a, level) else a.unsqueeze(-1)
+    vb = front(b).unsqueeze(-2) if is_batched_at(b, level) else b.unsqueeze(-2)
+    out = _op("aten::mul.Tensor")(va, vb)
+    if out.dim() == 2:  # neither batched at this level cannot happen; kept for shape safety
+        out = out.unsqueeze(0).expand(size, *out.shape)
+    return wrap(out, 0, level)
+
+
+def _trace(op, info, args, kwargs):
+    if not _only_self_batched(args, kwargs, info.level):
+        return NotImplemented
+    return wrap(front(args[0]).diagonal(0, 1, 2).sum(-1), 0, info.level)
+
+
+def _diag(op, info, args, kwargs):
+    """``diag``: a vector's diagonal matrix or a matrix's diagonal, per example."""
+    if not _only_self_batched(args, kwargs, info.level) or kwargs.get("out") is not None:
+        return NotImplemented
+    x = args[0]
+    _, k = _arg(op, args, kwargs, "diagonal")
+    v = front(x)
+    if x.dim() == 1:
+        return wrap(_op("aten::diag_embed")(v, k, -2, -1), 0, info.level)
+    if x.dim() == 2:
+        return wrap(v.diagonal(k, 1, 2), 0, info.level)
+    return NotImplemented
+
+
+def _diag_embed(op, info, args, kwargs):
+    if not _only_self_batched(args, kwargs, info.level):
+        return NotImplemented
+    x = args[0]
+    _, offset = _arg(op, args, kwargs, "offset")
+    _, d1 = _arg(op, args, kwargs, "dim1")
+    _, d2 = _arg(op, args, kwargs, "dim2")
+    r = x.dim() + 1
+    d1, d2 = d1 % r + 1, d2 % r + 1
+    return wrap(op(front(x), offset, d1, d2), 0, info.level)
+
+
+RULES.update({"outer": _outer, "trace": _trace, "diag": _diag, "diag_embed": _diag_embed})

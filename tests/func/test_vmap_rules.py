@@ -1,0 +1,173 @@
+"""Batching rules for indexing, scatter, transposed convolution, FFT, complex views and linear
+algebra: no per-example loop, values against torch.func.vmap and a Python loop, gradients
+through vmap(grad), batch dims in different positions and non-contiguous inputs."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.func as tf
+
+import ember
+import ember.nn.functional as F
+from ember.func import grad, vmap
+
+B = 3
+
+
+def _nn(lib):
+    return F if lib is ember else torch.nn.functional
+
+
+def _spd(rng, n):
+    a = rng.standard_normal((n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+def _idx(rng, shape, high):
+    return rng.integers(0, high, shape)
+
+
+# (id, f(lib, *xs) -> real tensor, make(rng) -> per-example arrays, in_dims, differentiable
+# argument positions). Integer arrays are index tensors.
+CASES = [
+    ("index_select_batched_index",
+     lambda lib, x, i: x.index_select(1, i), lambda r: [r.standard_normal((4, 5, 2)),
+                                                        _idx(r, (6,), 5)], (0, 0), (0,)),
+    ("index_select_index_only", lambda lib, x, i: x.index_select(0, i),
+     lambda r: [r.standard_normal((4, 2)), _idx(r, (3,), 4)], (None, 0), (0,)),
+    ("scatter_src", lambda lib, x, i, s: x.scatter(1, i, s),
+     lambda r: [r.standard_normal((3, 5)), _idx(r, (3, 2), 5), r.standard_normal((3, 2))],
+     (0, 1, 0), (0, 2)),
+    ("scatter_add", lambda lib, x, i, s: x.scatter_add(0, i, s),
+     lambda r: [r.standard_normal((4, 3)), _idx(r, (5, 3), 4), r.standard_normal((5, 3))],
+     (1, 0, None), (0, 2)),
+    ("scatter_reduce_amax", lambda lib, x, i, s: x.scatter_reduce(0, i, s, "amax"),
+     lambda r: [r.standard_normal((4,)), _idx(r, (6,), 4), r.standard_normal((6,))],
+     (0, 0, 0), (0, 2)),
+    ("index_put_accumulate",
+     lambda lib, x, i, v: x.index_put((i,), v, accumulate=True),
+     lambda r: [r.standard_normal((5, 2)), _idx(r, (4,), 5), r.standard_normal((4, 2))],
+     (0, 0, 1), (0, 2)),
+    ("setitem_batched_values", lambda lib, x, i, v: _setitem(x, i, v),
+     lambda r: [r.standard_normal((5, 3)), np.array([4, 0]), r.standard_normal((3,))],
+     (0, None, 0), (0, 2)),
+    ("conv_transpose1d_batched_weight",
+     lambda lib, x, w, b: _nn(lib).conv_transpose1d(x, w, b, stride=2, groups=2),
+     lambda r: [r.standard_normal((2, 4, 5)), r.standard_normal((4, 3, 3)),
+                r.standard_normal((6,))], (None, 0, 0), (0, 1, 2)),
+    ("conv_transpose2d_both_batched",
+     lambda lib, x, w: _nn(lib).conv_transpose2d(x, w, padding=1),
+     lambda r: [r.standard_normal((2, 4, 4)), r.standard_normal((2, 3, 3, 3))], (0, 3), (0, 1)),
+    ("fft_rfft_irfft", lambda lib, x: lib.fft.irfft(lib.fft.rfft(x, dim=0) * 2, n=6, dim=0),
+     lambda r: [r.standard_normal((6, 2))], 1, (0,)),
+    ("fft_view_as_real", lambda lib, x: lib.view_as_real(lib.fft.fft(x)).sum(-1),
+     lambda r: [r.standard_normal((2, 5))], 0, (0,)),
+    ("tril_triu", lambda lib, x: x.tril(-1) + x.triu(1) * 2, lambda r: [r.standard_normal((4, 4))],
+     1, (0,)),
+    ("linalg_inv", lambda lib, a: lib.linalg.inv(a), lambda r: [_spd(r, 3)], 2, (0,)),
+    ("linalg_det", lambda lib, a: lib.linalg.det(a), lambda r: [_spd(r, 3)], 0, (0,)),
+    ("linalg_cholesky", lambda lib, a: lib.linalg.cholesky(a), lambda r: [_spd(r, 3)], 1, (0,)),
+    ("linalg_solve_vector", lambda lib, a, b: lib.linalg.solve(a, b),
+     lambda r: [_spd(r, 3), r.standard_normal((3,))], (0, 0), (0, 1)),
+    ("linalg_solve_rhs_only", lambda lib, a, b: lib.linalg.solve(a, b),
+     lambda r: [_spd(r, 3), r.standard_normal((3, 2))], (None, 2), (0, 1)),
+    ("linalg_solve_matrix_batched_a", lambda lib, a, b: lib.linalg.solve(a, b),
+     lambda r: [np.stack([_spd(r, 3), _spd(r, 3)]), r.standard_normal((2, 3, 2))],
+     (1, None), (0, 1)),
+    ("vector_norm", lambda lib, x: lib.linalg.vector_norm(x, dim=-1),
+     lambda r: [r.standard_normal((2, 4))], 0, (0,)),
+    ("outer_trace_diag", lambda lib, a, b: lib.outer(a, b).trace() * lib.diag(a).diag(),
+     lambda r: [r.standard_normal((3,)), r.standard_normal((3,))], (0, 0), (0, 1)),
+]
+
+
+def _setitem(x, i, v):
+    y = x.clone()
+    y[i] = v
+    return y
+
+
+def _batched_arrays(case, seed=0):
+    """The case's inputs with a batch of ``B`` at each in_dim, non-contiguous where floating."""
+    _, _, make, in_dims, _ = case
+    rngs = [np.random.default_rng(seed + k) for k in range(B)]
+    per = [make(r) for r in rngs]
+    n = len(per[0])
+    dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * n
+    out = []
+    for j, d in enumerate(dims):
+        if d is None:
+            out.append(per[0][j])
+        else:
+            out.append(np.stack([p[j] for p in per], axis=d))
+    return out, dims
+
+
+def _ember(a):
+    if a.dtype.kind == "f":  # a strided view of a larger buffer
+        big = np.zeros(a.shape + (2,), dtype=a.dtype)
+        big[..., 0] = a
+        return ember.tensor(big)[..., 0]
+    return ember.tensor(a)
+
+
+def _torch(a):
+    return torch.tensor(a)
+
+
+def _scalar(lib, f):
+    return lambda *xs: f(lib, *xs).square().sum()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_rule_matches_torch_and_a_loop(case):
+    name, f, _, in_dims, diff = case
+    arrays, dims = _batched_arrays(case)
+    xe = [_ember(a) for a in arrays]
+    xt = [_torch(a) for a in arrays]
+    assert any(not x.is_contiguous() for x in xe if x.dtype.is_floating_point)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the rule runs: no per-example loop
+        out_e = vmap(lambda *a: f(ember, *a), in_dims=dims)(*xe)
+        grads_e = vmap(grad(_scalar(ember, f), argnums=diff), in_dims=dims)(*xe)
+    out_t = tf.vmap(lambda *a: f(torch, *a), in_dims=dims)(*xt)
+    grads_t = tf.vmap(tf.grad(_scalar(torch, f), argnums=diff), in_dims=dims)(*xt)
+    eps = np.finfo(np.float64).eps
+    tol = dict(rtol=1e3 * eps, atol=1e3 * eps)
+    assert tuple(out_e.shape) == tuple(out_t.shape)
+    np.testing.assert_allclose(out_e.numpy(), out_t.numpy(), **tol)
+    loop = ember.stack([f(ember, *[x if d is None else x.select(d, k) for x, d in zip(xe, dims)])
+                        for k in range(B)])
+    np.testing.assert_allclose(out_e.numpy(), loop.numpy(), **tol)
+    for ge, gt in zip(grads_e, grads_t):
+        np.testing.assert_allclose(ge.numpy(), gt.numpy(), **tol)
+
+
+def test_inplace_scatter_on_an_unbatched_self_raises_as_torch():
+    idx = torch.tensor([[0], [1], [2]])
+    src = torch.randn(3, 1)
+    with pytest.raises(RuntimeError):
+        tf.vmap(lambda i, s: torch.zeros(4).scatter_(0, i, s))(idx, src)
+    with pytest.raises(RuntimeError):
+        vmap(lambda i, s: ember.zeros(4).scatter_(0, i, s))(ember.tensor(idx.numpy()),
+                                                             ember.tensor(src.numpy()))
+
+
+def test_inplace_index_put_on_a_batched_self():
+    x = np.random.default_rng(7).standard_normal((B, 4, 2))
+    v = np.random.default_rng(8).standard_normal((B, 2))
+
+    def f(lib, xs, vs):
+        y = xs.clone()
+        y.index_put_((lib.tensor([1, 3]),), vs, accumulate=True)
+        return y
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out_e = vmap(lambda a, b: f(ember, a, b))(ember.tensor(x), ember.tensor(v))
+    out_t = tf.vmap(lambda a, b: f(torch, a, b))(torch.tensor(x), torch.tensor(v))
+    np.testing.assert_allclose(out_e.numpy(), out_t.numpy(), rtol=0, atol=0)
