@@ -305,6 +305,16 @@ for _name in ("softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cu
               "unbind", "split", "chunk", "split_with_sizes", "logsumexp", "flip",
               "_softmax", "_log_softmax", "squeeze_dim", "nanmedian", "glu"):
     RULES[_name] = _dim_rule("dims" if _name == "flip" else "dim")
+def _sort_like(op, info, args, kwargs):
+    """``sort``/``argsort``: ``dim`` and ``descending`` may come positionally although the
+    schema lists them keyword-only (after ``stable``)."""
+    if len(args) > 1:
+        kwargs = {**dict(zip(("dim", "descending"), args[1:])), **kwargs}
+        args = args[:1]
+    return _dim_rule("dim")(op, info, args, kwargs)
+
+
+RULES["sort"] = RULES["argsort"] = _sort_like
 RULES["transpose"] = _dim_rule("dim0", "dim1")
 RULES["diagonal"] = _dim_rule("dim1", "dim2")
 RULES["movedim"] = _dim_rule("source", "destination")
@@ -325,7 +335,7 @@ def _max_min(op, info, args, kwargs):
     return _lift(_op(f"aten::{op.name}.dim")(v, 1)[0], info.level)
 
 
-for _name in ("max", "min", "median"):
+for _name in ("max", "min", "median", "nanmedian"):
     RULES[_name] = _max_min
 
 
@@ -607,8 +617,7 @@ RULES.update({"gather": _gather, "index": _index, "cat": _cat_like, "stack": _ca
 
 # Operators acting on trailing dims or elementwise along the leading ones: run on the value.
 for _name in ("native_layer_norm", "_softmax_backward_data", "_log_softmax_backward_data",
-              "avg_pool2d", "max_pool2d_with_indices", "adaptive_avg_pool2d", "pad",
               "constant_pad_nd"):
     RULES.setdefault(_name, _self_only)
 
-from ember.func import _rules_index, _rules_math  # noqa: E402, F401  (they add to RULES)
+from ember.func import _rules_index, _rules_math, _rules_spatial  # noqa: E402, F401  (they add to RULES)
