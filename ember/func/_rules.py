@@ -264,7 +264,8 @@ def _dim_rule(*names: str, new: bool = False, none: str | None = None):
                 continue
             _set(a, k, where, _shift(d, rank))
         a[0] = v
-        return _lift(op(*a, **k), info.level)
+        out = op(*a, **k)
+        return args[0] if op._is_inplace else _lift(out, info.level)
 
     return rule
 
@@ -300,9 +301,9 @@ for _name in ("sum", "mean", "std", "var", "all", "any", "norm", "count_nonzero"
     RULES[_name] = _dim_rule("dim", none="all")
 for _name in ("prod", "argmax", "argmin"):
     RULES[_name] = _dim_rule("dim", none="flat")
-for _name in ("softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin",
-              "sort", "argsort", "topk", "kthvalue", "mode", "select", "slice", "narrow",
-              "unbind", "split", "chunk", "split_with_sizes", "logsumexp", "flip",
+for _name in ("softmax", "log_softmax", "cumsum", "cumprod", "cumsum_", "cumprod_",
+              "logcumsumexp", "cummax", "cummin", "topk", "kthvalue", "mode", "select", "slice",
+              "narrow", "unbind", "split", "chunk", "split_with_sizes", "logsumexp", "flip",
               "_softmax", "_log_softmax", "squeeze_dim", "nanmedian", "glu"):
     RULES[_name] = _dim_rule("dims" if _name == "flip" else "dim")
 def _sort_like(op, info, args, kwargs):

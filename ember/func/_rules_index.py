@@ -107,3 +107,37 @@ def _index_select(op, info, args, kwargs):
 
 
 RULES["index_select"] = _index_select
+
+
+def _index_into(op, info, args, kwargs):
+    """``index_add``/``index_copy``/``index_fill`` with an unbatched index (and in-place
+    forms): self and source brought to the batch, the dim past it."""
+    level, size = info.level, info.size
+    x = args[0]
+    _, index = _arg(op, args, kwargs, "index")
+    if is_batched_at(index, level) or kwargs.get("out") is not None or x.dim() == 0:
+        return NotImplemented
+    if op._is_inplace and not is_batched_at(x, level):
+        raise RuntimeError(_INPLACE_MSG)
+    a, k = list(args), dict(kwargs)
+    a[0] = front(x) if op._is_inplace else _bfront(x, level, size)
+    where, d = _arg(op, args, kwargs, "dim")
+    _set(a, k, where, _wrap_dim(d, x.dim()) + 1)
+    for name in ("source", "value"):
+        try:
+            w, t = _arg(op, args, kwargs, name)
+        except KeyError:
+            continue
+        if is_batched_at(t, level):
+            _set(a, k, w, front(t) if name == "source" else NotImplemented)
+        elif name == "source" and t.dim() > 0:
+            _set(a, k, w, _bfront(t, level, size))
+    if any(v is NotImplemented for v in (*a, *k.values())):
+        return NotImplemented  # a batched fill value
+    out = op(*a, **k)
+    return args[0] if op._is_inplace else wrap(out, 0, level)
+
+
+for _name in ("index_add", "index_add_", "index_copy", "index_copy_", "index_fill",
+              "index_fill_"):
+    RULES[_name] = _index_into

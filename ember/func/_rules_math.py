@@ -7,7 +7,16 @@ so the batch rides in front of each example's dims.
 from __future__ import annotations
 
 from ember.func._batched import front, is_batched_at, wrap
-from ember.func._rules import RULES, _arg, _bfront, _dim_rule, _lift, _only_self_batched, _op
+from ember.func._rules import (
+    RULES,
+    _arg,
+    _bfront,
+    _dim_rule,
+    _lift,
+    _only_self_batched,
+    _op,
+    _wrap_dim,
+)
 
 
 def _trailing(op, info, args, kwargs):
@@ -124,3 +133,50 @@ def _diag_embed(op, info, args, kwargs):
 
 
 RULES.update({"outer": _outer, "trace": _trace, "diag": _diag, "diag_embed": _diag_embed})
+
+
+def _conj(op, info, args, kwargs):
+    """``_conj``: the conjugate values (the lazy conjugate bit does not cross the batch)."""
+    return wrap(_op("aten::conj_physical")(front(args[0])), 0, info.level)
+
+
+def _cross(op, info, args, kwargs):
+    """``cross``/``linalg_cross`` of broadcast operands along a logical dim."""
+    level, size = info.level, info.size
+    a, b = args[0], args[1]
+    if kwargs.get("out") is not None:
+        return NotImplemented
+    if a.dim() != b.dim():
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    _, d = _arg(op, args, kwargs, "dim")
+    rank = a.dim()
+    if d is None:  # the first dim of size 3 of the broadcast shape (cross's old default)
+        shape = [max(x, y) for x, y in zip((1,) * (rank - a.dim()) + tuple(a.shape),
+                                           (1,) * (rank - b.dim()) + tuple(b.shape))]
+        if 3 not in shape:
+            return NotImplemented
+        d = shape.index(3)
+    d = _wrap_dim(d, rank) + 1
+    va = _pad_to(_bfront(a, level, size), rank + 1)
+    vb = _pad_to(_bfront(b, level, size), rank + 1)
+    return wrap(_op("aten::linalg_cross")(va, vb, dim=d), 0, level)
+
+
+def _roll(op, info, args, kwargs):
+    if not _only_self_batched(args, kwargs, info.level):
+        return NotImplemented
+    x = args[0]
+    _, shifts = _arg(op, args, kwargs, "shifts")
+    _, dims = _arg(op, args, kwargs, "dims")
+    v = front(x)
+    if not isinstance(shifts, list | tuple):
+        shifts = [shifts]
+    if dims is None or (isinstance(dims, list | tuple) and not dims):
+        flat = v.reshape(info.size, -1)
+        return wrap(op(flat, shifts, [1]).reshape(v.shape), 0, info.level)
+    if not isinstance(dims, list | tuple):
+        dims = [dims]
+    return wrap(op(v, shifts, [_wrap_dim(e, x.dim()) + 1 for e in dims]), 0, info.level)
+
+
+RULES.update({"_conj": _conj, "cross": _cross, "linalg_cross": _cross, "roll": _roll})

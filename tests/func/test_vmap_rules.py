@@ -94,6 +94,18 @@ CASES = [
      lambda lib, x: (x.sum(0) + x.mean(-1, keepdim=True) + x.amax(0) + x.logsumexp(0)
                      + x.softmax(0) + x.cumsum(0) + x.sort(0)[0] + x.nanmedian()),
      lambda r: [r.standard_normal(())], 0, (0,)),
+    ("conj_of_fft", lambda lib, x: lib.view_as_real(lib.fft.fft(x).conj().resolve_conj()),
+     lambda r: [r.standard_normal((4,))], 0, (0,)),
+    ("linalg_cross_broadcast", lambda lib, a, b: lib.linalg.cross(a, b),
+     lambda r: [r.standard_normal((2, 3)), r.standard_normal((1, 3))], (1, 0), (0, 1)),
+    ("roll_dims_and_flat", lambda lib, x: x.roll(1, 0) + x.roll(2).flip(1),
+     lambda r: [r.standard_normal((3, 4))], 2, (0,)),
+    ("index_add_copy_fill", lambda lib, x, s: (x.index_add(1, lib.tensor([2, 0]), s, alpha=2)
+                                               .index_copy(0, lib.tensor([1]), x[:1] * 3)
+                                               .index_fill(1, lib.tensor([1]), -1.0)),
+     lambda r: [r.standard_normal((2, 3)), r.standard_normal((2, 2))], (0, 1), (0, 1)),
+    ("cumsum_inplace", lambda lib, x: (x * 1).cumsum_(1).cumprod_(0),
+     lambda r: [r.standard_normal((2, 3))], 1, (0,)),
     ("outer_trace_diag", lambda lib, a, b: lib.outer(a, b).trace() * lib.diag(a).diag(),
      lambda r: [r.standard_normal((3,)), r.standard_normal((3,))], (0, 0), (0, 1)),
 ]
@@ -159,6 +171,14 @@ def test_rule_matches_torch_and_a_loop(case):
     np.testing.assert_allclose(out_e.numpy(), loop.numpy(), **tol)
     for ge, gt in zip(grads_e, grads_t):
         np.testing.assert_allclose(ge.numpy(), gt.numpy(), **tol)
+
+
+def test_cross_of_examples_of_different_ranks_raises_as_torch():
+    a, b = torch.randn(2, 3), torch.randn(2, 2, 3)
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        tf.vmap(torch.linalg.cross)(a, b)
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        vmap(ember.linalg.cross)(ember.tensor(a.numpy()), ember.tensor(b.numpy()))
 
 
 def test_inplace_scatter_on_an_unbatched_self_raises_as_torch():
