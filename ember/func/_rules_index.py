@@ -115,10 +115,12 @@ def _index_into(op, info, args, kwargs):
     level, size = info.level, info.size
     x = args[0]
     _, index = _arg(op, args, kwargs, "index")
-    if is_batched_at(index, level) or kwargs.get("out") is not None or x.dim() == 0:
+    if kwargs.get("out") is not None or x.dim() == 0:
         return NotImplemented
     if op._is_inplace and not is_batched_at(x, level):
         raise RuntimeError(_INPLACE_MSG)
+    if is_batched_at(index, level):
+        return _index_into_batched_index(op, info, args, kwargs)
     a, k = list(args), dict(kwargs)
     a[0] = front(x) if op._is_inplace else _bfront(x, level, size)
     where, d = _arg(op, args, kwargs, "dim")
@@ -141,3 +143,35 @@ def _index_into(op, info, args, kwargs):
 for _name in ("index_add", "index_add_", "index_copy", "index_copy_", "index_fill",
               "index_fill_"):
     RULES[_name] = _index_into
+
+
+def _index_into_batched_index(op, info, args, kwargs):
+    """A batched index: the indexed dim moves next to the batch and ``index_put`` writes
+    ``x[b, index[b]]`` (accumulating for ``index_add``)."""
+    level, size = info.level, info.size
+    x = args[0]
+    _, d = _arg(op, args, kwargs, "dim")
+    _, index = _arg(op, args, kwargs, "index")
+    d = _wrap_dim(d, x.dim()) + 1
+    vx = (front(x) if op._is_inplace else _bfront(x, level, size)).movedim(d, 1)
+    vi = front(index).reshape(size, -1)
+    base = op.name.rstrip("_")
+    if base == "index_fill":
+        _, value = _arg(op, args, kwargs, "value")
+        if is_batched_at(value, level):
+            return NotImplemented
+        vals = value if hasattr(value, "dim") else _op("aten::scalar_tensor")(value,
+                                                                              dtype=vx.dtype)
+    else:
+        _, source = _arg(op, args, kwargs, "source")
+        vals = _bfront(source, level, size)
+        if source.dim() == 0:
+            vals = vals.reshape(size, 1)
+        vals = vals.movedim(d, 1) if source.dim() else vals
+        if base == "index_add":
+            _, alpha = _arg(op, args, kwargs, "alpha")
+            if alpha != 1:
+                vals = vals * alpha
+    put = _op("aten::index_put_" if op._is_inplace else "aten::index_put")
+    out = put(vx, [_batch_arange(size, 1), vi], vals, base == "index_add")
+    return args[0] if op._is_inplace else wrap(out.movedim(1, d), 0, level)

@@ -104,6 +104,15 @@ CASES = [
                                                .index_copy(0, lib.tensor([1]), x[:1] * 3)
                                                .index_fill(1, lib.tensor([1]), -1.0)),
      lambda r: [r.standard_normal((2, 3)), r.standard_normal((2, 2))], (0, 1), (0, 1)),
+    ("index_add_copy_fill_batched_index",
+     lambda lib, x, i, s: (x.index_add(1, i, s, alpha=-2).index_copy(1, i, s * 3)
+                           .index_fill(0, i[:1], 0.5)),
+     lambda r: [r.standard_normal((2, 4)), r.permutation(4)[:2], r.standard_normal((2, 2))],
+     (1, 0, 0), (0, 2)),
+    ("index_add_inplace_batched_index",
+     lambda lib, x, i, s: (x * 1).index_add_(0, i, s),
+     lambda r: [r.standard_normal((4, 2)), _idx(r, (3,), 4), r.standard_normal((3, 2))],
+     (0, 0, 2), (0, 2)),
     ("cumsum_inplace", lambda lib, x: (x * 1).cumsum_(1).cumprod_(0),
      lambda r: [r.standard_normal((2, 3))], 1, (0,)),
     ("outer_trace_diag", lambda lib, a, b: lib.outer(a, b).trace() * lib.diag(a).diag(),
