@@ -5,7 +5,26 @@ arguments, in which that level's wrappers still stand; it returns the result as 
 that level. Families share one rule each (pointwise with broadcasting, dimension arguments
 shifted by one, sizes prefixed with ``B``, matmul, convolution, indexing, concatenation).
 An operator without a rule is decomposed when it is a ``CompositeImplicitAutograd`` operator,
-and otherwise run once per example and stacked, with torch's performance warning.
+and otherwise run once per example and stacked, with torch's performance warning. More rules
+live in ``_rules_index`` (scatter, index_put, index_select/add/copy/fill, searchsorted),
+``_rules_math`` (FFT, complex views, triangular parts, linear algebra, cross, roll, vdot) and
+``_rules_spatial`` (pooling, upsampling, padding).
+
+Operators that still loop over the examples (found by vmapping every op-table entry over a
+batch of 3, every tensor argument batched):
+
+- indexing: ``take``, ``put``/``put_``, ``masked_scatter``/``masked_scatter_``,
+  ``index.Tensor`` and ``index_put`` with non-leading or non-adjacent indices or boolean
+  masks, ``index_fill`` with a batched fill value, ``as_strided``;
+- products: ``tensordot``, ``einsum``, ``kron``, in-place ``addmm_``/``addmv_``/
+  ``addbmm_``/``baddbmm_``;
+- linear algebra: ``linalg_solve`` with ``left=False``, ``linalg_ldl_solve``,
+  ``linalg_matrix_rank`` and ``linalg_pinv`` with tensor tolerances;
+- statistics: ``histc``, ``quantile``, ``nanquantile``;
+- nn: ``native_layer_norm`` with batched weight or bias, ``max_unpool2d``/``max_unpool3d``,
+  ``fractional_max_pool2d``/``fractional_max_pool3d``, ``col2im``;
+- gradients of random draws: ``_standard_gamma_grad``, ``_dirichlet_grad``;
+- every ``out=`` form (as in torch).
 """
 
 from __future__ import annotations

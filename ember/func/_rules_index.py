@@ -175,3 +175,44 @@ def _index_into_batched_index(op, info, args, kwargs):
     put = _op("aten::index_put_" if op._is_inplace else "aten::index_put")
     out = put(vx, [_batch_arange(size, 1), vi], vals, base == "index_add")
     return args[0] if op._is_inplace else wrap(out.movedim(1, d), 0, level)
+
+
+def _searchsorted(op, info, args, kwargs):
+    """``searchsorted``: a sorted 1-D sequence per example searches that example's values,
+    flattened to one row each; N-D sequences keep their leading dims next to the batch."""
+    level, size = info.level, info.size
+    if kwargs.get("out") is not None:
+        return NotImplemented
+    seq, values = args[0], args[1]
+    sorter = kwargs.get("sorter")
+    if not is_batched_at(seq, level) and not is_batched_at(sorter, level):
+        return wrap(op(seq, front(values), *args[2:], **kwargs), 0, level)
+    k = dict(kwargs)
+    vs = _bfront(seq, level, size)
+    if sorter is not None:
+        k["sorter"] = _bfront(sorter, level, size)
+    vv = _bfront(values, level, size)
+    if seq.dim() != 1:
+        return wrap(op(vs, vv, *args[2:], **k), 0, level)
+    out = op(vs, vv.reshape(size, -1), *args[2:], **k)
+    return wrap(out.reshape(vv.shape), 0, level)
+
+
+def _bucketize(op, info, args, kwargs):
+    """``bucketize``: batched boundaries turn it into ``searchsorted`` per example."""
+    level = info.level
+    x, boundaries = args[0], args[1]
+    if kwargs.get("out") is not None:
+        return NotImplemented
+    if not is_batched_at(boundaries, level):
+        return wrap(op(front(x), boundaries, *args[2:], **kwargs), 0, level)
+    if boundaries.dim() != 1 or len(args) > 2:
+        return NotImplemented
+    ss = _op("aten::searchsorted.Tensor")
+    return _searchsorted(ss, info, (boundaries, x),
+                         {"out_int32": kwargs.get("out_int32", False),
+                          "right": kwargs.get("right", False)})
+
+
+RULES["searchsorted"] = _searchsorted
+RULES["bucketize"] = _bucketize

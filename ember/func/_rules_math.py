@@ -180,3 +180,18 @@ def _roll(op, info, args, kwargs):
 
 
 RULES.update({"_conj": _conj, "cross": _cross, "linalg_cross": _cross, "roll": _roll})
+
+
+def _vdot(op, info, args, kwargs):
+    """``vdot`` of two vectors per example: ``sum(conj(a) * b)``."""
+    level, size = info.level, info.size
+    a, b = args[0], args[1]
+    if kwargs.get("out") is not None or a.dim() != 1 or b.dim() != 1:
+        return NotImplemented
+    va = _bfront(a, level, size)
+    if va.is_complex():
+        va = _op("aten::conj_physical")(va)
+    return wrap((va * _bfront(b, level, size)).sum(-1), 0, level)
+
+
+RULES["vdot"] = _vdot
