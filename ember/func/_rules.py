@@ -7,8 +7,8 @@ shifted by one, sizes prefixed with ``B``, matmul, convolution, indexing, concat
 An operator without a rule is decomposed when it is a ``CompositeImplicitAutograd`` operator,
 and otherwise run once per example and stacked, with torch's performance warning. More rules
 live in ``_rules_index`` (scatter, index_put, index_select/add/copy/fill, searchsorted),
-``_rules_math`` (FFT, complex views, triangular parts, linear algebra, cross, roll, vdot) and
-``_rules_spatial`` (pooling, upsampling, padding).
+``_rules_math`` (FFT, complex views, triangular parts, linear algebra, cross, roll, einsum and
+other products, layer norm) and ``_rules_spatial`` (pooling, upsampling, padding).
 
 Operators that still loop over the examples (found by vmapping every op-table entry over a
 batch of 3, every tensor argument batched):
@@ -16,12 +16,12 @@ batch of 3, every tensor argument batched):
 - indexing: ``take``, ``put``/``put_``, ``masked_scatter``/``masked_scatter_``,
   ``index.Tensor`` and ``index_put`` with non-leading or non-adjacent indices or boolean
   masks, ``index_fill`` with a batched fill value, ``as_strided``;
-- products: ``tensordot``, ``einsum``, ``kron``, in-place ``addmm_``/``addmv_``/
+- products: ``einsum`` with an implicit output or a path, in-place ``addmm_``/``addmv_``/
   ``addbmm_``/``baddbmm_``;
 - linear algebra: ``linalg_solve`` with ``left=False``, ``linalg_ldl_solve``,
   ``linalg_matrix_rank`` and ``linalg_pinv`` with tensor tolerances;
 - statistics: ``histc``, ``quantile``, ``nanquantile``;
-- nn: ``native_layer_norm`` with batched weight or bias, ``max_unpool2d``/``max_unpool3d``,
+- nn: ``max_unpool2d``/``max_unpool3d``,
   ``fractional_max_pool2d``/``fractional_max_pool3d``, ``col2im``;
 - gradients of random draws: ``_standard_gamma_grad``, ``_dirichlet_grad``;
 - every ``out=`` form (as in torch).
@@ -636,7 +636,7 @@ def _cat_like(op, info, args, kwargs):
 RULES.update({"gather": _gather, "index": _index, "cat": _cat_like, "stack": _cat_like})
 
 # Operators acting on trailing dims or elementwise along the leading ones: run on the value.
-for _name in ("native_layer_norm", "_softmax_backward_data", "_log_softmax_backward_data",
+for _name in ("_softmax_backward_data", "_log_softmax_backward_data",
               "constant_pad_nd"):
     RULES.setdefault(_name, _self_only)
 

@@ -195,3 +195,94 @@ def _vdot(op, info, args, kwargs):
 
 
 RULES["vdot"] = _vdot
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum(op, info, args, kwargs):
+    """``einsum``: the batch gets a letter of its own on each batched operand and the output."""
+    level = info.level
+    _, equation = _arg(op, args, kwargs, "equation")
+    tensors = args[1:]  # the operands follow the equation
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
+        tensors = tensors[0]
+    eq = equation.replace(" ", "")
+    if "->" not in eq or kwargs.get("path") is not None:
+        return NotImplemented
+    lhs, out = eq.split("->")
+    terms = lhs.split(",")
+    if len(terms) != len(tensors):
+        return NotImplemented
+    z = next(c for c in _LETTERS if c not in eq)
+    vals, new_terms = [], []
+    for term, t in zip(terms, tensors):
+        if is_batched_at(t, level):
+            vals.append(front(t))
+            new_terms.append(z + term)
+        else:
+            vals.append(t)
+            new_terms.append(term)
+    result = op(f"{','.join(new_terms)}->{z}{out}", *vals)
+    return wrap(result, 0, level)
+
+
+def _tensordot(op, info, args, kwargs):
+    """``tensordot`` per example, written as an ``einsum`` (which batches)."""
+    a, b = args[0], args[1]
+    _, dims = _arg(op, args, kwargs, "dims")
+    if kwargs.get("out") is not None:
+        return NotImplemented
+    if isinstance(dims, int):
+        da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+    da = [_wrap_dim(d, a.dim()) for d in da]
+    db = [_wrap_dim(d, b.dim()) for d in db]
+    if len(da) != len(db) or a.dim() + b.dim() > len(_LETTERS) - 1:
+        return NotImplemented
+    la = list(_LETTERS[:a.dim()])
+    lb = list(_LETTERS[a.dim():a.dim() + b.dim()])
+    for i, j in zip(da, db):
+        lb[j] = la[i]
+    out = [c for i, c in enumerate(la) if i not in da] + [c for j, c in enumerate(lb)
+                                                          if j not in db]
+    return _op("aten::einsum")(f"{''.join(la)},{''.join(lb)}->{''.join(out)}", a, b)
+
+
+def _kron(op, info, args, kwargs):
+    """``kron`` per example: interleaved broadcast product, then each pair of dims merged."""
+    level, size = info.level, info.size
+    a, b = args[0], args[1]
+    if kwargs.get("out") is not None:
+        return NotImplemented
+    r = max(a.dim(), b.dim())
+    sa = (1,) * (r - a.dim()) + tuple(a.shape)
+    sb = (1,) * (r - b.dim()) + tuple(b.shape)
+    va = _bfront(a, level, size).reshape(size, *[x for s in sa for x in (s, 1)])
+    vb = _bfront(b, level, size).reshape(size, *[x for s in sb for x in (1, s)])
+    prod = va * vb
+    return wrap(prod.reshape(size, *[x * y for x, y in zip(sa, sb)]), 0, level)
+
+
+RULES.update({"einsum": _einsum, "tensordot": _tensordot, "kron": _kron})
+
+
+def _layer_norm(op, info, args, kwargs):
+    """``native_layer_norm``: normalise the batch's values, then scale and shift by the
+    (batched or shared) weight and bias over the trailing normalised dims."""
+    level, size = info.level, info.size
+    x, shape, weight, bias, eps = (_arg(op, args, kwargs, n)[1] for n in
+                                   ("input", "normalized_shape", "weight", "bias", "eps"))
+    if _only_self_batched(args, kwargs, level):
+        return _lift(op(front(x), shape, weight, bias, eps), level)
+    out, mean, rstd = op(_bfront(x, level, size), shape, None, None, eps)
+    rank = out.dim()
+    if weight is not None:
+        out = out * (_pad_to(front(weight), rank) if is_batched_at(weight, level) else weight)
+    if bias is not None:
+        out = out + (_pad_to(front(bias), rank) if is_batched_at(bias, level) else bias)
+    return wrap(out, 0, level), wrap(mean, 0, level), wrap(rstd, 0, level)
+
+
+RULES["native_layer_norm"] = _layer_norm
