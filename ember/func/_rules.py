@@ -608,16 +608,32 @@ def _index(op, info, args, kwargs):
     batched_idx = any(is_batched_at(t, level) for t in indices if t is not None)
     present = [i for i, t in enumerate(indices) if t is not None]
     adjacent = present == list(range(present[0], present[-1] + 1)) if present else True
-    if not batched_idx:
-        if not adjacent:
-            return NotImplemented
+    if not batched_idx and adjacent:
         return wrap(op(front(x), [None, *indices]), 0, level)
-    if present and present[0] != 0 or not adjacent:
+    if not present:
         return NotImplemented
-    rank = max(t.dim() for t in indices if t is not None)
-    idx = [front(t) if is_batched_at(t, level) else t for t in indices]
+    # NOTE [Indexed dims next to the batch]: the indexed dims move right after the batch and
+    # an arange over the batch joins the indices, so the result is (B, *index, *other dims);
+    # torch puts the index block where the indexed dims were when they are adjacent.
+    rank = max(indices[i].dim() for i in present)
+    others = [d for d in range(x.dim()) if d not in present]
+    vx = _bfront(x, level, size).permute([0, *[d + 1 for d in present],
+                                          *[d + 1 for d in others]])
+    idx = [_pad_batch(front(indices[i]), rank) if is_batched_at(indices[i], level)
+           else indices[i] for i in present]
     arange = _op("aten::arange")(size).reshape(size, *([1] * rank))
-    return wrap(op(_bfront(x, level, size), [arange, *idx]), 0, level)
+    out = op(vx, [arange, *idx])
+    if adjacent and present[0] > 0:
+        block = list(range(1, 1 + rank))
+        out = out.movedim(block, [b + present[0] for b in block])
+    return wrap(out, 0, level)
+
+
+def _pad_batch(v, rank: int):
+    """Size-1 dims after the batch dim of ``v`` until it has ``rank`` dims past the batch."""
+    while v.dim() < rank + 1:
+        v = v.unsqueeze(1)
+    return v
 
 
 def _cat_like(op, info, args, kwargs):
