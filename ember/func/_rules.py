@@ -14,8 +14,7 @@ Operators that still loop over the examples (found by vmapping every op-table en
 batch of 3, every tensor argument batched):
 
 - indexing: ``take``, ``put``/``put_``, ``masked_scatter``/``masked_scatter_``,
-  ``index.Tensor`` and ``index_put`` with non-leading or non-adjacent indices or boolean
-  masks, ``index_fill`` with a batched fill value, ``as_strided``;
+  ``index_put`` with boolean masks, ``index_fill`` with a batched fill value, ``as_strided``;
 - products: ``einsum`` with an implicit output or a path, in-place ``addmm_``/``addmv_``/
   ``addbmm_``/``baddbmm_``;
 - linear algebra: ``linalg_solve`` with ``left=False``, ``linalg_ldl_solve``,

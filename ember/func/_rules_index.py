@@ -44,7 +44,8 @@ def _batch_arange(size: int, rank: int):
 
 
 def _index_put(op, info, args, kwargs):
-    """``self[indices] = values`` per example; indices must be leading and adjacent."""
+    """``self[indices] = values`` per example, the indexed dims moved next to the batch
+    (NOTE [Indexed dims next to the batch] in ``_rules.py``)."""
     level, size = info.level, info.size
     x = args[0]
     _, indices = _arg(op, args, kwargs, "indices")
@@ -52,14 +53,15 @@ def _index_put(op, info, args, kwargs):
     _, accumulate = _arg(op, args, kwargs, "accumulate")
     indices = list(indices)
     present = [i for i, t in enumerate(indices) if t is not None]
-    if (not present or present != list(range(len(present)))
-            or any(indices[i].dtype.name == "bool" for i in present)):
+    if not present or any(indices[i].dtype.name == "bool" for i in present):
         return NotImplemented
     if op._is_inplace and not is_batched_at(x, level):
         raise RuntimeError(_INPLACE_MSG)
+    adjacent = present == list(range(present[0], present[-1] + 1))
     idx_rank = max(indices[i].dim() for i in present)
     idx = []
-    for t in indices[:len(present)]:
+    for i in present:
+        t = indices[i]
         if is_batched_at(t, level):
             v = front(t)
             while v.dim() < idx_rank + 1:
@@ -67,17 +69,24 @@ def _index_put(op, info, args, kwargs):
             idx.append(v)
         else:
             idx.append(t)
-    # per example the indexed part has shape (*index shape, *x.shape[len(present):])
-    part_rank = idx_rank + x.dim() - len(present)
-    if is_batched_at(values, level):
-        vv = front(values)
-        while vv.dim() < part_rank + 1:
-            vv = vv.unsqueeze(1)
-    else:
-        vv = values
-    vx = front(x) if op._is_inplace else _bfront(x, level, size)
+    others = [d for d in range(x.dim()) if d not in present]
+    perm = [0, *[d + 1 for d in present], *[d + 1 for d in others]]
+    # per example the indexed part is (*index, *others), or (*before, *index, *after) when
+    # the indices are adjacent and not leading: values are brought to the first layout
+    part_rank = idx_rank + len(others)
+    lead = 1 if is_batched_at(values, level) else 0
+    vv = front(values) if lead else values
+    while vv.dim() < part_rank + lead:
+        vv = vv.unsqueeze(lead)
+    if adjacent and present[0] > 0:
+        block = list(range(lead + present[0], lead + present[0] + idx_rank))
+        vv = vv.movedim(block, [b - present[0] for b in block])
+    vx = (front(x) if op._is_inplace else _bfront(x, level, size)).permute(perm)
     out = op(vx, [_batch_arange(size, idx_rank), *idx], vv, accumulate)
-    return args[0] if op._is_inplace else wrap(out, 0, level)
+    if op._is_inplace:
+        return args[0]
+    inverse = sorted(range(len(perm)), key=perm.__getitem__)
+    return wrap(out.permute(inverse), 0, level)
 
 
 RULES["index_put"] = _index_put
