@@ -15,8 +15,7 @@ batch of 3, every tensor argument batched):
 
 - indexing: ``take``, ``put``/``put_``, ``masked_scatter``/``masked_scatter_``,
   ``index_put`` with boolean masks, ``index_fill`` with a batched fill value, ``as_strided``;
-- products: ``einsum`` with an implicit output or a path, in-place ``addmm_``/``addmv_``/
-  ``addbmm_``/``baddbmm_``;
+- products: ``einsum`` with an implicit output or a path;
 - linear algebra: ``linalg_solve`` with ``left=False``, ``linalg_ldl_solve``,
   ``linalg_matrix_rank`` and ``linalg_pinv`` with tensor tolerances;
 - statistics: ``histc``, ``quantile``, ``nanquantile``;
@@ -528,19 +527,25 @@ def _addmm_like(op, info, args, kwargs):
     _, beta = _arg(op, args, kwargs, "beta")
     _, alpha = _arg(op, args, kwargs, "alpha")
     prod = args[1] @ args[2]
-    if op.name == "addbmm":
+    if op.name.rstrip("_") == "addbmm":
         prod = prod.sum(0)
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:
-        return prod
-    return prod + (args[0] * beta if beta != 1 else args[0])
+        out = prod
+    else:
+        out = prod + (args[0] * beta if beta != 1 else args[0])
+    if op._is_inplace:
+        if not is_batched_at(args[0], info.level):
+            raise RuntimeError(_INPLACE_MSG)
+        return args[0].copy_(out)
+    return out
 
 
 RULES["matmul"] = _matmul
 for _name in ("mm", "bmm", "mv", "dot"):
     RULES[_name] = _mm_checked
-for _name in ("addmm", "addmv", "baddbmm", "addbmm"):
+for _name in ("addmm", "addmv", "baddbmm", "addbmm", "addmm_", "addmv_", "baddbmm_", "addbmm_"):
     RULES[_name] = _addmm_like
 
 

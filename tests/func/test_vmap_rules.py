@@ -144,6 +144,13 @@ CASES = [
     ("index_put_non_adjacent", lambda lib, x, i, j, v: _put_apart(lib, x, i, j, v),
      lambda r: [r.standard_normal((4, 2, 3)), r.permutation(4)[:3], np.array([2, 0, 1]),
                 r.standard_normal((2,))], (0, 0, None, 0), (0, 3)),
+    ("addmm_inplace_family",
+     lambda lib, c, a, b: ((c * 1).addmm_(a, b, beta=0.5, alpha=2).sum()
+                           + (c[:, 0] * 1).addmv_(a, b[:, 0]).sum()
+                           + (c * 1).addbmm_(a[None], b[None], beta=0).sum()
+                           + (c[None] * 1).baddbmm_(a[None], b[None]).sum()),
+     lambda r: [r.standard_normal((2, 4)), r.standard_normal((2, 3)), r.standard_normal((3, 4))],
+     (0, 1, None), (0, 1, 2)),
     ("cumsum_inplace", lambda lib, x: (x * 1).cumsum_(1).cumprod_(0),
      lambda r: [r.standard_normal((2, 3))], 1, (0,)),
     ("outer_trace_diag", lambda lib, a, b: lib.outer(a, b).trace() * lib.diag(a).diag(),
