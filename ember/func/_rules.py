@@ -13,7 +13,7 @@ other products, layer norm) and ``_rules_spatial`` (pooling, upsampling, padding
 Operators that still loop over the examples (found by vmapping every op-table entry over a
 batch of 3, every tensor argument batched):
 
-- indexing: ``take``, ``put``/``put_``, ``masked_scatter``/``masked_scatter_``,
+- indexing: ``masked_scatter``/``masked_scatter_``,
   ``index_put`` with boolean masks, ``index_fill`` with a batched fill value, ``as_strided``;
 - products: ``einsum`` with an implicit output or a path;
 - linear algebra: ``linalg_solve`` with ``left=False``, ``linalg_ldl_solve``,
@@ -21,7 +21,6 @@ batch of 3, every tensor argument batched):
 - statistics: ``histc``, ``quantile``, ``nanquantile``;
 - nn: ``max_unpool2d``/``max_unpool3d``,
   ``fractional_max_pool2d``/``fractional_max_pool3d``, ``col2im``;
-- gradients of random draws: ``_standard_gamma_grad``, ``_dirichlet_grad``;
 - every ``out=`` form (as in torch).
 """
 
@@ -235,7 +234,8 @@ def pointwise(op, info, args: tuple, kwargs: dict):
 for _name in ("clone", "detach", "alias", "_to_copy", "zeros_like", "ones_like", "empty_like",
               "full_like", "rand_like", "randn_like", "copy_", "masked_fill", "where", "clamp",
               "lerp", "threshold_backward", "fill_", "zero_", "bernoulli", "native_dropout",
-              "lift_fresh", "contiguous", "relu_", "masked_fill_"):
+              "lift_fresh", "contiguous", "relu_", "masked_fill_", "_standard_gamma_grad",
+              "_dirichlet_grad"):
     RULES[_name] = pointwise
 
 

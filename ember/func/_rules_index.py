@@ -225,3 +225,46 @@ def _bucketize(op, info, args, kwargs):
 
 RULES["searchsorted"] = _searchsorted
 RULES["bucketize"] = _bucketize
+
+
+def _take(op, info, args, kwargs):
+    """``take``: each example's flattened values gathered at its flat indices."""
+    level, size = info.level, info.size
+    x, index = args[0], args[1]
+    if kwargs.get("out") is not None:
+        return NotImplemented
+    flat = _bfront(x, level, size).reshape(size, -1)
+    vi = _bfront(index, level, size)
+    if flat.shape[1] == 0:
+        return NotImplemented
+    out = _op("aten::take_along_dim")(flat, vi.reshape(size, -1) % flat.shape[1], 1)
+    return wrap(out.reshape(vi.shape), 0, level)
+
+
+def _put(op, info, args, kwargs):
+    """``put``/``put_``: scatter (or scatter_add) into each example's flattened values."""
+    level, size = info.level, info.size
+    x, index, source = args[0], args[1], args[2]
+    _, accumulate = _arg(op, args, kwargs, "accumulate")
+    if op._is_inplace and not is_batched_at(x, level):
+        raise RuntimeError(_INPLACE_MSG)
+    vx = _bfront(x, level, size)
+    vi = _bfront(index, level, size).reshape(size, -1)
+    vs = _bfront(source, level, size).reshape(size, -1)
+    n = vi.shape[1]
+    if vs.shape[1] != n:
+        return NotImplemented  # the per-example call raises torch's error
+    flat = vx.reshape(size, -1)
+    numel = flat.shape[1]
+    if numel == 0:
+        return NotImplemented
+    vi = vi % numel  # negative flat indices count from the end
+    scatter = _op("aten::scatter_add" if accumulate else "aten::scatter.src")
+    out = scatter(flat, 1, vi, vs).reshape(vx.shape)
+    if op._is_inplace:
+        front(x).copy_(out)
+        return args[0]
+    return wrap(out, 0, level)
+
+
+RULES.update({"take": _take, "put": _put, "put_": _put})

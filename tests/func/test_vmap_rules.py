@@ -151,6 +151,12 @@ CASES = [
                            + (c[None] * 1).baddbmm_(a[None], b[None]).sum()),
      lambda r: [r.standard_normal((2, 4)), r.standard_normal((2, 3)), r.standard_normal((3, 4))],
      (0, 1, None), (0, 1, 2)),
+    ("take_put", lambda lib, x, i, s: x.take(i) * 2 + x.put(i, s).sum()
+     + x.put(i, s, accumulate=True).sum() + (x * 1).put_(i[:1], s[:1]).sum(),
+     lambda r: [r.standard_normal((2, 3)), np.array([[0, -1], [4, 0]]),
+                r.standard_normal((2, 2))], (1, None, 0), (0, 2)),
+    ("take_batched_index", lambda lib, x, i: x.take(i),
+     lambda r: [r.standard_normal((4,)), _idx(r, (2, 3), 4) - 2], (0, 1), (0,)),
     ("cumsum_inplace", lambda lib, x: (x * 1).cumsum_(1).cumprod_(0),
      lambda r: [r.standard_normal((2, 3))], 1, (0,)),
     ("outer_trace_diag", lambda lib, a, b: lib.outer(a, b).trace() * lib.diag(a).diag(),
