@@ -333,6 +333,14 @@ def _sort_like(op, info, args, kwargs):
 
 
 RULES["sort"] = RULES["argsort"] = _sort_like
+def _flip(op, info, args, kwargs):
+    """``flip``: the dims may come spread over the positional arguments."""
+    if len(args) > 2 or (len(args) == 2 and not isinstance(args[1], list | tuple)):
+        args = (args[0], list(args[1:]))
+    return _dim_rule("dims")(op, info, args, kwargs)
+
+
+RULES["flip"] = _flip
 RULES["transpose"] = _dim_rule("dim0", "dim1")
 RULES["diagonal"] = _dim_rule("dim1", "dim2")
 RULES["movedim"] = _dim_rule("source", "destination")

@@ -157,6 +157,8 @@ CASES = [
                 r.standard_normal((2, 2))], (1, None, 0), (0, 2)),
     ("take_batched_index", lambda lib, x, i: x.take(i),
      lambda r: [r.standard_normal((4,)), _idx(r, (2, 3), 4) - 2], (0, 1), (0,)),
+    ("flip_varargs", lambda lib, x: x.flip(0, -1) + x.flip(1),
+     lambda r: [r.standard_normal((2, 3))], 1, (0,)),
     ("cumsum_inplace", lambda lib, x: (x * 1).cumsum_(1).cumprod_(0),
      lambda r: [r.standard_normal((2, 3))], 1, (0,)),
     ("outer_trace_diag", lambda lib, a, b: lib.outer(a, b).trace() * lib.diag(a).diag(),
