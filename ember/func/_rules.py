@@ -264,6 +264,8 @@ def _dim_rule(*names: str, new: bool = False, none: str | None = None):
             return NotImplemented
         x = args[0]
         if x.dim() == 0 and not new:  # NOTE [Dimension arguments of a 0-d example]
+            if op.name in _NEEDS_A_DIM:
+                _wrap_dim(1, 0)  # torch's vmap: the dim lands past the batch, out of range
             return _scalar_dims(op, info, args, kwargs, names)
         rank = x.dim() + (1 if new else 0)
         a, k = list(args), dict(kwargs)
@@ -291,6 +293,10 @@ def _dim_rule(*names: str, new: bool = False, none: str | None = None):
 # A 0-d example accepts dim 0 or -1 (and None), naming the example itself. On the value the
 # example becomes a size-1 dim after the batch: the operator runs over that dim and results
 # that keep it (keepdim, or operators that do not reduce) lose it again.
+_NEEDS_A_DIM = frozenset({"split", "chunk", "unbind", "select", "narrow", "slice",
+                          "split_with_sizes", "unfold", "diagonal", "glu"})
+
+
 def _scalar_dims(op, info, args, kwargs, names):
     a, k = list(args), dict(kwargs)
     types = {arg.name: arg.type for arg in op.schema.arguments}
@@ -299,7 +305,12 @@ def _scalar_dims(op, info, args, kwargs, names):
         for x in d if isinstance(d, list | tuple) else [d]:
             if x is not None:
                 _wrap_dim(x, 0)
-        _set(a, k, where, [1] if "[" in types[name] else 1)
+        if isinstance(d, list | tuple) and len(d) > 1:
+            _wrap_dim(1, 0)  # repeated dims of a 0-d example: torch's vmap IndexError
+        if "[" in types[name]:
+            _set(a, k, where, [1])
+        else:
+            _set(a, k, where, 1)
     a[0] = front(args[0]).unsqueeze(1)
     return _lift(_drop_unit(op(*a, **k)), info.level)
 

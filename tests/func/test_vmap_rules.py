@@ -283,3 +283,17 @@ def test_inplace_index_put_on_a_batched_self():
         out_e = vmap(lambda a, b: f(ember, a, b))(ember.tensor(x), ember.tensor(v))
     out_t = tf.vmap(lambda a, b: f(torch, a, b))(torch.tensor(x), torch.tensor(v))
     np.testing.assert_allclose(out_e.numpy(), out_t.numpy(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("f", [lambda x: x.sum((0, -1)), lambda x: x.split(1, 0),
+                               lambda x: x.softmax(1)], ids=["repeated_dim", "split", "dim_1"])
+# torch's vmap raises IndexError for these (its eager call raises RuntimeError for the first two)
+def test_dims_of_0d_examples_raise_as_torch(f):
+    kind = None
+    try:
+        tf.vmap(f)(torch.randn(3))
+    except Exception as exc:  # noqa: BLE001 - the type torch raises is the expectation
+        kind = type(exc)
+    assert kind is not None
+    with pytest.raises(kind):
+        vmap(f)(ember.randn(3))
