@@ -16,8 +16,8 @@ batch of 3, every tensor argument batched):
 - indexing: ``masked_scatter``/``masked_scatter_``,
   ``index_put`` with boolean masks, ``index_fill`` with a batched fill value, ``as_strided``;
 - products: ``einsum`` with an implicit output or a path;
-- linear algebra: ``linalg_solve`` with ``left=False``, ``linalg_ldl_solve``,
-  ``linalg_matrix_rank`` and ``linalg_pinv`` with tensor tolerances;
+- linear algebra: ``linalg_solve`` with ``left=False``
+  and ``linalg_ldl_solve``;
 - statistics: ``histc``, ``quantile``, ``nanquantile``;
 - nn: ``max_unpool2d``/``max_unpool3d``,
   ``fractional_max_pool2d``/``fractional_max_pool3d``, ``col2im``;

@@ -286,3 +286,31 @@ def _layer_norm(op, info, args, kwargs):
 
 
 RULES["native_layer_norm"] = _layer_norm
+
+
+def _tolerances(*names: str):
+    """Matrix operators on the trailing two dims with tolerance arguments that may be batched
+    tensors (broadcast against the example's leading dims)."""
+    def rule(op, info, args, kwargs):
+        level, size = info.level, info.size
+        if kwargs.get("out") is not None:
+            return NotImplemented
+        a = args[0]
+        k = dict(kwargs)
+        a2 = list(args)
+        for name in names:
+            where, t = _arg(op, args, kwargs, name)
+            if is_batched_at(t, level):
+                v = _pad_to(front(t), a.dim() - 2 + 1)
+                if isinstance(where, int):
+                    a2[where] = v
+                else:
+                    k[where] = v
+        a2[0] = _bfront(a, level, size)
+        return _lift(op(*a2, **k), level)
+
+    return rule
+
+
+RULES["linalg_matrix_rank"] = _tolerances("atol", "rtol", "tol")
+RULES["linalg_pinv"] = _tolerances("rcond", "atol", "rtol")

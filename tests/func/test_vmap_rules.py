@@ -159,6 +159,11 @@ CASES = [
      lambda r: [r.standard_normal((4,)), _idx(r, (2, 3), 4) - 2], (0, 1), (0,)),
     ("flip_varargs", lambda lib, x: x.flip(0, -1) + x.flip(1),
      lambda r: [r.standard_normal((2, 3))], 1, (0,)),
+    ("matrix_rank_pinv_batched_tolerances",
+     lambda lib, a, t: (lib.linalg.pinv(a, atol=t)
+                       * lib.linalg.matrix_rank(a, atol=t)[:, None, None]),
+     lambda r: [r.standard_normal((2, 3, 3)) * np.array([1.0, 1.0, 1e-3]),
+                np.abs(r.standard_normal((2,))) * 1e-2], (0, 0), (0,)),
     ("cumsum_inplace", lambda lib, x: (x * 1).cumsum_(1).cumprod_(0),
      lambda r: [r.standard_normal((2, 3))], 1, (0,)),
     ("outer_trace_diag", lambda lib, a, b: lib.outer(a, b).trace() * lib.diag(a).diag(),
