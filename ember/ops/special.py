@@ -530,7 +530,7 @@ __all__ += ["sgn_", "heaviside_", "nextafter_", "float_power_", "mvlgamma_"]
 # -- torch.special's own operators ------------------------------------------------------------
 # NOTE [torch.special operators]
 # Each function below is one operator (``special_<name>``) with a CPU kernel in
-# ember.backends.cpu.special that evaluates it in float64 (ember.backends.cpu.special_math)
+# ember.backends.cpu.special that evaluates it in float64 (ember.backends.cpu._special_math)
 # and rounds once. torch implements the Bessel, Airy, zeta and polynomial kernels for float32
 # and float64 only (half types raise NotImplementedError) and gives them no derivative: their
 # outputs never require grad. erfcx, ndtri, i1, i0e, i1e, zeta (in ``other``) and the

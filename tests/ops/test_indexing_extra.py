@@ -600,3 +600,17 @@ def test_integer_inputs_do_not_require_grad():
     y = ember.zeros(2, 3, dtype=ember.float64).scatter(1, _idx(ember, [[1]]), s)
     (g,) = ember.autograd.grad(y.sum(), [s])
     assert g.tolist() == [[1.0]]
+
+
+@pytest.mark.parametrize("shape,make_index", [
+    ((3, 0), lambda lib: (lib.tensor([5]),)),
+    ((3, 2), lambda lib: (lib.tensor([5]), slice(0, 0))),
+    ((1, 2, 1, 1), lambda lib: (None, Ellipsis, 0, None, lib.tensor([0, 1]), slice(None, 0))),
+])
+def test_out_of_range_indices_into_an_empty_result_are_not_checked_as_torch(shape, make_index):
+    """torch reads nothing for an empty result and so checks no index bounds."""
+    x, tx = ember.zeros(*shape), torch.zeros(*shape)
+    assert tuple(x[make_index(ember)].shape) == tuple(tx[make_index(torch)].shape)
+    x[make_index(ember)] = 1.0
+    tx[make_index(torch)] = 1.0
+    assert x.sum().item() == tx.sum().item() == 0.0

@@ -254,12 +254,13 @@ def _var_and_mean(input, dims, correction, keepdim):
     a = arr(input).astype(compute_dtype(input._dtype), copy=False)
     n = _count(a.shape, dims)
     with ignore_fp_errors():
-        m = np.array(np.sum(a, axis=dims, keepdims=True))
+        total = np.sum(a, axis=dims, keepdims=True)
         if a.dtype.kind == "c":  # each part divided as a real: complex division rounds more
-            m.real /= n
-            m.imag /= n
+            m = np.empty_like(total)
+            m.real = total.real / n
+            m.imag = total.imag / n
         else:
-            m = m / n
+            m = total / n
         dev = a - m
         if a.dtype.kind == "c":  # the squared modulus: a real variance
             dev2 = dev.real * dev.real + dev.imag * dev.imag

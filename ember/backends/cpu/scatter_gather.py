@@ -299,6 +299,8 @@ def _numpy_key(self: Tensor, entries) -> tuple[tuple, tuple]:
     if not dims:
         return tuple(key), self._shape
     shape = sg.advanced_shape(self._shape, dims)
+    if not numel(shape):
+        return tuple(key), shape  # an empty result reads nothing: torch checks no bounds
     for d, p in enumerate(key):
         if not isinstance(p, slice):
             sg.check_bounds(p, self._shape[d], d, negative=True, error=IndexError)

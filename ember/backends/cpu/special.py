@@ -1,6 +1,6 @@
 """CPU kernels of ``xlogy``, ``heaviside``, ``nextafter``, ``i0`` and torch.special's
-operators (ember.ops.special); the numerical methods live in ``special_math`` and
-``orthogonal_polynomials``. ``i0`` is NumPy's Chebyshev evaluation in float64;
+operators (ember.ops.special); the numerical methods live in ``_special_math`` and
+``_orthogonal_polynomials``. ``i0`` is NumPy's Chebyshev evaluation in float64;
 ``nextafter`` on bfloat16 steps the bit pattern, as NumPy has no bfloat16 ``nextafter``.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu import special_math as sm
+from ember.backends.cpu import _special_math as sm
+from ember.backends.cpu._orthogonal_polynomials import POLYNOMIALS
 from ember.backends.cpu._util import arr, ignore_fp_errors, new_output, write_result
-from ember.backends.cpu.orthogonal_polynomials import POLYNOMIALS
 from ember.backends.cpu.pointwise import _np
 from ember.core import dtype as dt
 from ember.ops import special as sp
