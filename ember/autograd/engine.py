@@ -67,6 +67,9 @@ _engine = _EngineState()
 # ``observer(node, grads) -> outs`` runs each node instead of ``node.apply(grads)`` while the
 # profiler records (its backward-node events); None otherwise, so backward pays one test.
 node_observer = None
+# ``accumulate_observer(node)`` -> a context manager around a leaf's gradient accumulation
+# while the profiler records (its AccumulateGrad events); None otherwise.
+accumulate_observer = None
 
 
 def queue_callback(callback) -> None:
@@ -433,6 +436,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=(),
                         for nr, k in at:
                             captured[k] = in_grads[nr]
                 if capture or (needed is not None and id(node) not in needed):
+                    continue
+                if accumulate_observer is not None:
+                    with accumulate_observer(node):
+                        _accumulate(node, in_grads[0], create_graph, root_grads, taken)
                     continue
                 grad = in_grads[0]
                 var = node.variable

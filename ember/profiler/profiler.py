@@ -20,6 +20,7 @@ bytes, so its maximum is ``max_memory_allocated()`` over the window.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -261,6 +262,23 @@ def _observe_node(node, grads: tuple):
         rec.end(outer)
 
 
+@contextlib.contextmanager
+def _observe_accumulate(node):
+    """The engine's ``accumulate_observer`` while recording: torch's two AccumulateGrad spans."""
+    rec = _active
+    if rec is None:
+        yield
+        return
+    outer = rec.begin("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                      "cpu_op")
+    inner = rec.begin("torch::autograd::AccumulateGrad", "cpu_op")
+    try:
+        yield
+    finally:
+        rec.end(inner)
+        rec.end(outer)
+
+
 class _MemoryTap:
     """Feeds the CPU allocator's alloc/free records to a recorder (NOTE [Profiling memory])."""
 
@@ -426,6 +444,7 @@ class profile:
         _active = rec
         self._mode = _ProfilerMode(rec).__enter__()
         _engine.node_observer = _observe_node
+        _engine.accumulate_observer = _observe_accumulate
         if self.profile_memory:
             self._tap = _MemoryTap(rec)
             self._tap.start()
@@ -439,6 +458,7 @@ class profile:
             self._tap.stop()
             self._tap = None
         _engine.node_observer = None
+        _engine.accumulate_observer = None
         _remove_mode(self._mode)
         self._mode = None
         _active = None

@@ -74,9 +74,13 @@ def test_backward_nodes_are_events(torch_events):
     prof = _profiled()
     prefix = "autograd::engine::evaluate_function: "
     ours = [e.name[len(prefix):] for e in prof.events() if e.name.startswith(prefix)]
-    theirs = [e.name[len(prefix):] for e in torch_events if e.name.startswith(prefix)
-              and "AccumulateGrad" not in e.name]
-    assert ours == theirs == ["SumBackward0", "ReluBackward0", "AddBackward0", "MmBackward0"]
+    theirs = [e.name[len(prefix):] for e in torch_events if e.name.startswith(prefix)]
+    acc = "torch::autograd::AccumulateGrad"
+    assert ours == theirs == ["SumBackward0", "ReluBackward0", "AddBackward0", "MmBackward0",
+                              acc]
+    for e in prof.events():
+        if e.name == acc:
+            assert e.cpu_parent.name == prefix + acc
     mm_node = next(e for e in prof.events() if e.name == "MmBackward0")
     assert mm_node.cpu_parent.name == prefix + "MmBackward0"
     assert "aten::mm" in [c.name for c in mm_node.cpu_children]
