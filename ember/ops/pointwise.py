@@ -1305,7 +1305,7 @@ def lerp_plan(input, end, weight) -> tuple:
             shapes.append(x._shape)
     if not isinstance(weight, Tensor):
         _check_scalar("lerp", "weight", 3, weight)
-    if d.category != _F:
+    if d.category not in (_F, _C):
         raise not_implemented("lerp_kernel_scalar", d)
     return broadcast_shapes(*shapes), d, d
 
@@ -1315,7 +1315,7 @@ def lerp_plan(input, end, weight) -> tuple:
 def lerp(input, end, weight, *, out=None):
     """Linear interpolation ``input + weight * (end - input)`` (scalar or tensor weight).
 
-    Shape: the broadcast of the three arguments. Floating dtypes only; all must match.
+    Shape: the broadcast of the three arguments. Floating or complex dtypes; all must match.
 
     Example:
         >>> ember.lerp(ember.tensor([0.0]), ember.tensor([10.0]), 0.25).tolist()
@@ -1342,6 +1342,11 @@ def lerp_(self, end, weight):
 @_derive(lerp, lerp_, save=("input", "end", "weight"))
 def _lerp_backward(ctx, grad):
     w = ctx.weight
+    if grad._dtype.is_complex:  # conjugate Wirtinger: the gradient multiplies by conj(d/dz)
+        w = w.conj() if isinstance(w, Tensor) else w.conjugate()
+        return _grads(ctx, lambda: grad * (1 - w), lambda: grad * w,
+                      lambda: grad * (ctx.end - ctx.input).conj(),
+                      names=("input", "end", "weight"))
     return _grads(ctx, lambda: grad * (1 - w), lambda: grad * w,
                   lambda: grad * (ctx.end - ctx.input), names=("input", "end", "weight"))
 

@@ -766,7 +766,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         (tensor(1.6667), tensor(2.5000))
     """
     spec = var_plan("var_mean", input, dim, unbiased, keepdim, correction)[2]
-    return spec, spec
+    return spec, Spec(spec.shape, input._dtype)  # a complex input keeps a complex mean
 
 
 def _mean_grad(grad: Tensor, ctx) -> Tensor:
@@ -792,7 +792,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         (tensor(1.), tensor(2.))
     """
     spec = var_plan("std_mean", input, dim, unbiased, keepdim, correction)[2]
-    return spec, spec
+    return spec, Spec(spec.shape, input._dtype)
 
 
 @derivative(std_mean, save=("input", "result"))
@@ -833,7 +833,10 @@ def _logsumexp_backward(ctx, grad):
     dims = reduction_dims(x._shape, ctx.dim)
     keep = ctx.keepdim
     result = _restore(ctx.result, x._shape, dims, keep)
-    return _restore(grad, x._shape, dims, keep) * (x - result).exp()
+    weights = (x - result).exp()
+    if weights._dtype.is_complex:  # conjugate Wirtinger convention
+        weights = weights.conj()
+    return _restore(grad, x._shape, dims, keep) * weights
 
 
 # -- norms ------------------------------------------------------------------------------------

@@ -834,7 +834,7 @@ def trace(self: Tensor):
     if len(self._shape) != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
                            f"{len(self._shape)}")
-    return Spec((), self._dtype if self._dtype.is_floating_point else dt.int64)
+    return Spec((), self._dtype if self._dtype.is_differentiable else dt.int64)
 
 
 @derivative(trace)

@@ -31,6 +31,8 @@ from ember.ops.views import (
     unfold,
     unsqueeze,
     view,
+    view_as_complex,
+    view_as_real,
 )
 from ember.tensor import Tensor
 
@@ -152,6 +154,8 @@ _COPIES = {
     "split_copy": ("SymInt split_size, int dim=0", split),
     "split_with_sizes_copy": ("SymInt[] split_sizes, int dim=0", split_with_sizes),
     "unbind_copy": ("int dim=0", unbind),
+    "view_as_real_copy": ("", view_as_real),
+    "view_as_complex_copy": ("", view_as_complex),
 }
 
 

@@ -427,7 +427,26 @@ def _pow(a, b):
             return a * a * a
         if b == -2:
             return 1 / (a * a)
+    if kind == "c":
+        return _complex_pow(a, b)
     return np.power(a, b)
+
+
+def _complex_pow(a, b):
+    """``a ** b`` with torch's zero base: ``exp(b * log(0))``, ``log(0) = -inf``.
+
+    So ``0 ** b`` is 0 when ``b.real > 0``, ``inf+nanj`` when ``b.real < 0``, and NaN for a
+    tensor exponent of 0 (a scalar 0 exponent gives 1, as NumPy).
+    """
+    r = np.power(a, b)
+    zero = a == 0
+    if not zero.any():
+        return r
+    b_real = np.real(b)
+    r = np.where(zero & (b_real < 0), r.dtype.type(complex(np.inf, np.nan)), r)
+    if np.ndim(b):
+        r = np.where(zero & (b == 0), r.dtype.type(complex(np.nan, np.nan)), r)
+    return r
 
 
 def _shift(left: bool):
@@ -775,9 +794,10 @@ _register_clamp(pw.clamp_max, pw.clamp_max_, "clamp_max", lambda max: (None, max
 
 def _lerp(x, e, w):
     diff = e - x
+    near_start = np.abs(w) < 0.5  # torch picks the formula by the weight's modulus
     if not isinstance(w, np.ndarray) or w.ndim == 0:
-        return x + w * diff if w < 0.5 else e - diff * (1 - w)
-    return np.where(w < 0.5, x + w * diff, e - diff * (1 - w))
+        return x + w * diff if near_start else e - diff * (1 - w)
+    return np.where(near_start, x + w * diff, e - diff * (1 - w))
 
 
 def _lerp_compute(input, end, weight, dst) -> None:
@@ -868,17 +888,19 @@ def isclose_kernel(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = arr(input), arr(other)
     with ignore_fp_errors():
         close = a == b
-        if d.category == dt.FLOATING:
+        if d.category in (dt.FLOATING, dt.COMPLEX):
             c = compute_dtype(d)
             a, b = a.astype(c), b.astype(c)
-            if equal_nan:
+            if equal_nan:  # a complex NaN: either part
                 close |= np.isnan(a) & np.isnan(b)
         else:  # torch measures integer distances in the default float dtype
             a, b = a.astype(np.float32), b.astype(np.float32)
         if rtol or atol:
             # torch: allowed = atol + |rtol * other| in a float dtype; actual = |self - other|
-            fl = a.dtype if a.dtype.kind == "f" else np.dtype(np.float32)
-            allowed = fl.type(atol) + np.abs(fl.type(rtol) * b.astype(fl))
+            # (moduli for complex)
+            fl = a.real.dtype if a.dtype.kind in "fc" else np.dtype(np.float32)
+            scaled = fl.type(rtol) * (b if b.dtype.kind == "c" else b.astype(fl))
+            allowed = fl.type(atol) + np.abs(scaled)
             actual = np.abs(a - b)
             close |= np.isfinite(actual) & (actual <= allowed)
     np.copyto(arr(o), close)

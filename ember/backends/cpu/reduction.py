@@ -307,7 +307,9 @@ def _make_var(name: str, root: bool, with_mean: bool) -> None:
             if root:
                 v = np.sqrt(v)
         first = _land(v, spec, out, name)
-        return (first, _land(m, spec, None, name)) if with_mean else first
+        if not with_mean:
+            return first
+        return first, _land(m, red.Spec(spec.shape, input._dtype), None, name)
 
     if with_mean:
         def kernel(input, dim=None, unbiased=None, keepdim=False, *, correction=None):

@@ -177,7 +177,7 @@ def _diag(self, diagonal=0, *, out=None):
 @sh.trace.impl("CPU")
 def _trace(self):
     spec = sh.trace.meta_rule(self)
-    acc = compute_dtype(spec.dtype) if spec.dtype.is_floating_point else np.int64
+    acc = compute_dtype(spec.dtype) if spec.dtype.is_differentiable else np.int64
     o = new_output((), spec.dtype, None, "trace")
     with np.errstate(all="ignore"):
         np.copyto(arr(o), np.trace(arr(self), dtype=acc), casting="unsafe")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tests.opinfo import ALL, FLOATS, ErrorInput, OpInfo, SampleInput, hostile, make
+from tests.opinfo import ALL, COMPLEX, FLOATS, ErrorInput, OpInfo, SampleInput, hostile, make
 
 
 def _fn(name):
@@ -81,8 +81,23 @@ def _scatter_errors():
 OPS = []
 for _name, (_shape, _args, _lays) in _COPIES.items():
     _gen = _copy_samples(_shape, *_args, **({"layouts": _lays} if _lays else {}))
-    OPS.append(OpInfo(_name, _fn(_name), _gen, dtypes=ALL, check_stride=True))
+    OPS.append(OpInfo(_name, _fn(_name), _gen, dtypes=ALL + COMPLEX, check_stride=True))
+
+
+def _complex_pairs(d):
+    """(..., 2) float tensors whose strides view_as_complex accepts."""
+    yield SampleInput((make((3, 4, 2), d),), {}, "contiguous")
+    yield SampleInput((make((4, 3, 2), d).transpose(0, 1),), {}, "transposed")
+
+
 OPS += [
+    OpInfo("view_as_real_copy", _fn("view_as_real_copy"),
+           _copy_samples((3, 4), (), layouts=("contiguous", "permuted", "strided")),
+           dtypes=COMPLEX, check_stride=True),
+    OpInfo("view_as_complex_copy", _fn("view_as_complex_copy"), _complex_pairs,
+           dtypes=FLOATS[:2], check_stride=True),
+    OpInfo("diagonal_scatter_complex", _fn("diagonal_scatter"), _diagonal_scatter_samples,
+           dtypes=COMPLEX),
     OpInfo("diagonal_scatter", _fn("diagonal_scatter"), _diagonal_scatter_samples, dtypes=ALL,
            errors=_scatter_errors),
     OpInfo("select_scatter", _fn("select_scatter"), _select_scatter_samples, dtypes=ALL),
