@@ -10,7 +10,9 @@ from __future__ import annotations
 from ember.ops.linalg import LinAlgError, matmul
 from ember.ops.linalg import linalg_cholesky as cholesky
 from ember.ops.linalg import linalg_det as det
+from ember.ops.linalg import linalg_eig as eig
 from ember.ops.linalg import linalg_eigh as eigh
+from ember.ops.linalg import linalg_eigvals as eigvals
 from ember.ops.linalg import linalg_eigvalsh as eigvalsh
 from ember.ops.linalg import linalg_householder_product as householder_product
 from ember.ops.linalg import linalg_inv as inv
@@ -46,7 +48,7 @@ from ember.ops.linalg_factor import linalg_lu_factor_ex as lu_factor_ex
 from ember.ops.linalg_factor import linalg_lu_solve as lu_solve
 
 # vector_norm and matrix_norm are left out of __all__: a star-import must not depend on them.
-__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul",
+__all__ = ["LinAlgError", "cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matmul",
            "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
            "cross", "diagonal", "multi_dot", "norm", "tensorinv", "tensorsolve", "vander",
            "vecdot", "cholesky_ex", "inv_ex", "matrix_exp", "solve_ex", "solve_triangular",

@@ -46,6 +46,7 @@ class LinAlgError(RuntimeError):
 QRResult = namedtuple("linalg_qr", ["Q", "R"])
 SVDResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
 EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+EigResult = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 TorchSlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
 
@@ -1475,6 +1476,94 @@ def linalg_eigvalsh(A, UPLO="L", *, out=None):
 def _linalg_eigvalsh_backward(ctx, grad):
     _, V = linalg_eigh(ctx.A, ctx.UPLO)
     return _eigvalsh_grad(grad, V)
+
+
+def _eig_checks(name: str, A: Tensor) -> None:
+    _square(name, A)
+    d = A._dtype
+    if d is dt.float16 or d is dt.bfloat16:
+        raise _not_implemented("linalg_eig_out_cpu", A)
+    if not (d.is_floating_point or d.is_complex):
+        raise RuntimeError(f"Unknown Complex ScalarType for {_tn(A)}")
+
+
+def _eig_dtype(A: Tensor):
+    return A._dtype if A._dtype.is_complex else A._dtype.to_complex()
+
+
+@operator("linalg_eig(Tensor A, *, Tensor(a!)? out=None) -> "
+          "(Tensor eigenvalues, Tensor eigenvectors)", method=False)
+def linalg_eig(A, *, out=None):
+    """Eigen-decomposition of general square matrices (``torch.linalg.eig``).
+
+    Outputs are complex for real and complex inputs alike (LAPACK ``geev``): ``A V = V diag(L)``,
+    each eigenvector of unit 2-norm; their order and phases are implementation defined, so a
+    loss differentiated through the eigenvectors must not depend on the phases (torch raises
+    otherwise, and so does ember). Raises ``RuntimeError`` on infs or NaNs, like torch.
+
+    Shape: ``(*, n, n) -> (*, n), (*, n, n)``.
+
+    Example:
+        >>> L, V = ember.linalg.eig(ember.tensor([[2.0, 0.0], [0.0, 3.0]]))
+        >>> L
+        tensor([2.+0.j, 3.+0.j])
+        >>> V.dtype
+        ember.complex64
+    """
+    _eig_checks("linalg.eig", A)
+    c = _eig_dtype(A)
+    return Spec(A._shape[:-1], c), Spec(A._shape, c)
+
+
+linalg_eig.result_tuple = EigResult
+
+
+def _eig_grad(A: Tensor, L: Tensor, V: Tensor, gL, gV) -> Tensor:
+    # torch's linalg_eig_backward: gA = V^{-H} (diag(gL) + (V^H gV - V^H V Re diag(V^H gV))
+    # / conj(L_j - L_i)) V^H, the real part for a real A.
+    VH = V.mH
+    if gV is None:
+        gA = linalg_solve(VH, gL.unsqueeze(-1) * VH)
+    else:
+        K = matmul(VH, gV)
+        d = K.diagonal(0, -2, -1)
+        if bool((d.imag.abs() > 1e-2).any()):
+            raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are "
+                               "specified up to multiplication by e^{i phi}. The specified loss "
+                               "function depends on this quantity, so it is ill-defined.")
+        K = K - matmul(VH, V * d.real.to(V._dtype).unsqueeze(-2))
+        Lc = L.conj()
+        K = K / _unit_diag(Lc.unsqueeze(-2) - Lc.unsqueeze(-1))
+        diag = gL.diag_embed() if gL is not None else _lib().zeros_like(K)
+        K = _lib().where(_eye_mask(K.shape[-1], K.device), diag, K)
+        gA = linalg_solve(VH, matmul(K, VH))
+    return gA if A._dtype.is_complex else gA.real
+
+
+@derivative(linalg_eig, save=("A",))
+def _linalg_eig_backward(ctx, gL, gV):
+    L, V = linalg_eig(ctx.A)  # recomputed (NOTE [Linalg derivatives])
+    return _eig_grad(ctx.A, L, V, gL, gV)
+
+
+@operator("linalg_eigvals(Tensor A, *, Tensor(a!)? out=None) -> Tensor", method=False)
+def linalg_eigvals(A, *, out=None):
+    """Eigenvalues of general square matrices, complex (``torch.linalg.eigvals``).
+
+    The order is LAPACK ``geev``'s, as in torch. Shape: ``(*, n, n) -> (*, n)``.
+
+    Example:
+        >>> ember.linalg.eigvals(ember.tensor([[0.0, -1.0], [1.0, 0.0]]))
+        tensor([0.+1.j, 0.-1.j])
+    """
+    _eig_checks("linalg.eigvals", A)
+    return Spec(A._shape[:-1], _eig_dtype(A))
+
+
+@derivative(linalg_eigvals, save=("A",))
+def _linalg_eigvals_backward(ctx, grad):
+    L, V = linalg_eig(ctx.A)
+    return _eig_grad(ctx.A, L, V, grad, None)
 
 
 def _tolerance_args(atol, rtol) -> None:

@@ -384,6 +384,30 @@ def _linalg_eigvalsh(A, UPLO="L", *, out=None):
     return _land(np.linalg.eigvalsh(arr(A), UPLO=UPLO), o) if o.numel() else o
 
 
+@la.linalg_eig.impl("CPU")
+def _linalg_eig(A, *, out=None):
+    w, v = _outs(la.linalg_eig.meta_rule(A), out)
+    if v.numel():
+        a = arr(A)
+        if not np.isfinite(a).all():
+            raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
+        wa, va = np.linalg.eig(a)
+        _land(wa, w)
+        _land(va, v)
+    return la.EigResult(w, v)
+
+
+@la.linalg_eigvals.impl("CPU")
+def _linalg_eigvals(A, *, out=None):
+    o = _out(la.linalg_eigvals.meta_rule(A), out, "linalg_eigvals")
+    if not o.numel():
+        return o
+    a = arr(A)
+    if not np.isfinite(a).all():  # torch does not check here: NaN where LAPACK would fail
+        return _land(np.full(o.shape, np.nan), o)
+    return _land(np.linalg.eigvals(a), o)
+
+
 def _tolerance(s: np.ndarray, shape: tuple, atol, rtol) -> np.ndarray:
     """``max(atol, rtol * s.max(-1))`` with PyTorch's defaults (see ``linalg_matrix_rank``)."""
     def value(x):
