@@ -1,0 +1,52 @@
+"""Op-table entries: linalg.eig and linalg.eigvals (complex results for real and complex input).
+
+LAPACK builds may order the eigenvalues differently and each eigenvector is defined up to a
+phase, so entries compare quantities free of both: the reconstruction ``V diag(L) V^{-1}``,
+per-row sums weighted by ``|V|^2`` and symmetric functions of the eigenvalues. Their gradients
+pass through both outputs and are compared with torch's and by gradcheck.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.opinfo import ALL, COMPLEX, ErrorInput, OpInfo, SampleInput
+from tests.ops.opdb.linalg import DECOMP_TOL, SQUARE_SHAPES, _chain, from_np, matrix_samples
+
+_RNG = np.random.default_rng(2468)
+SMALL = [(2, 2), (3, 3), (2, 3, 3)]
+
+
+def _general(shape) -> np.ndarray:
+    return _RNG.uniform(-3, 3, shape)
+
+
+def _eig_fn(lib, a):
+    L, V = lib.linalg.eig(a)
+    rebuilt = (V * L.unsqueeze(-2)) @ lib.linalg.inv(V)
+    weighted = ((V.abs() ** 2) * (L.real + L.abs()).unsqueeze(-2)).sum(-1)
+    return rebuilt, weighted
+
+
+def _eigvals_fn(lib, a):
+    L = lib.linalg.eigvals(a)
+    return L.sum(-1), (L * L).sum(-1), L.abs().sum(-1)
+
+
+def _errors():
+    yield ErrorInput(SampleInput((from_np(np.ones((2, 3)), "float64"),)), RuntimeError,
+                     "must be batches of square matrices, but they are 2 by 3 matrices")
+    yield ErrorInput(SampleInput((from_np(np.ones(3), "float64"),)), RuntimeError,
+                     "must have at least 2 dimensions")
+    yield ErrorInput(SampleInput((from_np(np.ones((3, 3)), "int64"),)), RuntimeError,
+                     "Unknown Complex ScalarType for Long")
+
+
+OPS = [
+    OpInfo("linalg.eig", _eig_fn,
+           _chain(matrix_samples(_general, SQUARE_SHAPES), matrix_samples(_general, SMALL)),
+           dtypes=ALL + COMPLEX, errors=_errors, tol=DECOMP_TOL),
+    OpInfo("linalg.eigvals", _eigvals_fn,
+           _chain(matrix_samples(_general, SQUARE_SHAPES), matrix_samples(_general, SMALL)),
+           dtypes=ALL + COMPLEX, errors=_errors, tol=DECOMP_TOL),
+]
