@@ -1358,8 +1358,8 @@ def addc_plan(name: str, input, tensor1, tensor2, value) -> tuple:
         if not isinstance(x, Tensor):
             raise _type_error(name, arg, pos, x)
     _check_scalar(name, "value", 4, value)
-    if name == "addcdiv" and tensor1._dtype.category != _F and \
-            tensor2._dtype.category != _F:
+    if name == "addcdiv" and tensor1._dtype.category not in (_F, _C) and \
+            tensor2._dtype.category not in (_F, _C):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
                            "future release addcdiv will perform a true division of tensor1 and "
                            "tensor2. The historic addcdiv behavior can be implemented as "
@@ -1401,14 +1401,21 @@ def _declare_addc(name: str, doc: str):
     _derive(op, op_, save=("tensor1", "tensor2"))(_ADDC_GRADS[name])
 
 
+def _conj_factors(ctx):
+    """tensor1, tensor2 and value, conjugated when the gradient is complex (the conjugate
+    Wirtinger convention multiplies the gradient by conj of each partial derivative)."""
+    t1, t2 = (t.conj() if t._dtype.is_complex else t for t in (ctx.tensor1, ctx.tensor2))
+    return t1, t2, ctx.value.conjugate()
+
+
 def _addcmul_backward(ctx, grad):
-    t1, t2, value = ctx.tensor1, ctx.tensor2, ctx.value
+    t1, t2, value = _conj_factors(ctx)
     return _grads(ctx, lambda: grad, lambda: _scale(grad * t2, value),
                   lambda: _scale(grad * t1, value), names=_ADDC_ARGS)
 
 
 def _addcdiv_backward(ctx, grad):
-    t1, t2, value = ctx.tensor1, ctx.tensor2, ctx.value
+    t1, t2, value = _conj_factors(ctx)
     return _grads(ctx, lambda: grad, lambda: grad * (value / t2),
                   lambda: -grad * (value * t1 / (t2 * t2)), names=_ADDC_ARGS)
 

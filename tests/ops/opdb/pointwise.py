@@ -384,10 +384,10 @@ def _equal_samples(d):
 
 
 OPS += [
-    OpInfo("where", _fn("where"), _where_samples, dtypes=ALL),
+    OpInfo("where", _fn("where"), _where_samples, dtypes=ALL + COMPLEX),
     OpInfo("where_method", lambda lib, c, x, y: x.where(c, y),
            lambda d: (s for s in _where_samples(d) if isinstance(s.args[1], ember.Tensor)),
-           dtypes=ALL),
+           dtypes=ALL + COMPLEX),
     OpInfo("clamp", _fn("clamp"), _clamp_samples, dtypes=ALL),
     OpInfo("clip", _fn("clip"), _clamp_samples, dtypes=ALL),
     OpInfo("clamp_", _method_("clamp"), _clamp_inplace_samples, dtypes=ALL),
@@ -395,19 +395,19 @@ OPS += [
     OpInfo("clamp_min", _fn("clamp_min"), _clamp_one("min"), dtypes=ALL),
     OpInfo("clamp_max", _fn("clamp_max"), _clamp_one("max"), dtypes=ALL),
     OpInfo("clamp_min_", _method_("clamp_min"), _clamp_one("min"), dtypes=ALL),
-    OpInfo("lerp", _fn("lerp"), _lerp_samples, dtypes=ALL),
-    OpInfo("lerp_", _method_("lerp"), _lerp_inplace_samples, dtypes=ALL),
-    OpInfo("addcmul", _fn("addcmul"), _addc_samples, dtypes=ALL,
+    OpInfo("lerp", _fn("lerp"), _lerp_samples, dtypes=ALL + COMPLEX),
+    OpInfo("lerp_", _method_("lerp"), _lerp_inplace_samples, dtypes=ALL + COMPLEX),
+    OpInfo("addcmul", _fn("addcmul"), _addc_samples, dtypes=ALL + COMPLEX,
            tol={"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}),
-    OpInfo("addcdiv", _fn("addcdiv"), _addc_samples, dtypes=ALL,
+    OpInfo("addcdiv", _fn("addcdiv"), _addc_samples, dtypes=ALL + COMPLEX,
            tol={"float32": (2e-5, 2e-5), "float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}),
-    OpInfo("addcmul_", _method_("addcmul"), _addc_inplace_samples, dtypes=ALL,
+    OpInfo("addcmul_", _method_("addcmul"), _addc_inplace_samples, dtypes=ALL + COMPLEX,
            tol={"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}),
-    OpInfo("addcdiv_", _method_("addcdiv"), _addc_inplace_samples, dtypes=ALL,
+    OpInfo("addcdiv_", _method_("addcdiv"), _addc_inplace_samples, dtypes=ALL + COMPLEX,
            tol={"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}),
-    OpInfo("isclose", _fn("isclose"), _isclose_samples, dtypes=ALL),
-    OpInfo("allclose", _fn("allclose"), _isclose_samples, dtypes=ALL, meta=False),
-    OpInfo("equal", _fn("equal"), _equal_samples, dtypes=ALL, meta=False),
+    OpInfo("isclose", _fn("isclose"), _isclose_samples, dtypes=ALL + COMPLEX),
+    OpInfo("allclose", _fn("allclose"), _isclose_samples, dtypes=ALL + COMPLEX, meta=False),
+    OpInfo("equal", _fn("equal"), _equal_samples, dtypes=ALL + COMPLEX, meta=False),
 ]
 
 
