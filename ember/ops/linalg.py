@@ -1120,15 +1120,24 @@ def linalg_slogdet(A, *, out=None):
         >>> sign, logabsdet
         (tensor(-1.), tensor(0.6931))
     """
-    _floating("linalg.slogdet", A)
+    _floating("linalg.slogdet", A, complex_ok=True)
     _square("linalg.slogdet", A)
-    return Spec(A._shape[:-2], A._dtype), Spec(A._shape[:-2], A._dtype)
+    return Spec(A._shape[:-2], A._dtype), Spec(A._shape[:-2], A._dtype.to_real())
 
 
 @derivative(linalg_slogdet, save=("A",))
 def _linalg_slogdet_backward(ctx, grad_sign, grad_logabsdet):
-    # sign is piecewise constant: only logabsdet carries a gradient, A^{-T}.
-    return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * linalg_inv(ctx.A).mT
+    # torch's: g A^{-H}, g = glogabsdet + i Im(gsign conj(sign)) for complex A (a real sign is
+    # piecewise constant and carries no gradient).
+    A = ctx.A
+    if not A._dtype.is_complex:
+        return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * linalg_inv(A).mT
+    g = None if grad_logabsdet is None else grad_logabsdet.to(A._dtype)
+    if grad_sign is not None:
+        sign = linalg_slogdet(A)[0]
+        turn = (grad_sign * sign.conj()).imag.to(A._dtype) * 1j
+        g = turn if g is None else g + turn
+    return g.unsqueeze(-1).unsqueeze(-1) * linalg_inv(A).mH
 
 
 linalg_slogdet.result_tuple = SlogdetResult
@@ -1157,17 +1166,18 @@ def logdet(input):
         >>> ember.logdet(ember.tensor([[-2.0, 0.0], [0.0, 1.0]]))
         tensor(nan)
     """
-    _floating("logdet", input)
+    _floating("logdet", input, complex_ok=True)
     _square("linalg.slogdet", input)
     return Spec(input._shape[:-2], input._dtype)
 
 
 @derivative(logdet, save=("input", "result"))
 def _logdet_backward(ctx, grad):
-    # torch computes logdet as where(sign == -1, nan, logabsdet): a negative determinant's
-    # NaN result gets a zero gradient.
-    g = _lib().where(ctx.result.isnan(), 0.0, grad)
-    return g.unsqueeze(-1).unsqueeze(-1) * linalg_inv(ctx.input).mT
+    # torch computes a real logdet as where(sign == -1, nan, logabsdet): a negative
+    # determinant's NaN result gets a zero gradient. Complex: log(sign) + logabsdet, A^{-H}.
+    if not ctx.input._dtype.is_complex:
+        grad = _lib().where(ctx.result.isnan(), 0.0, grad)
+    return grad.unsqueeze(-1).unsqueeze(-1) * linalg_inv(ctx.input).mH
 
 
 # -- ember.linalg: solvers and factorizations --------------------------------------------------

@@ -276,7 +276,11 @@ def _logdet(input):
     o = _out(la.logdet.meta_rule(input))
     if o.numel():
         s, v = np.linalg.slogdet(arr(input))
-        _land(np.where(s < 0, np.nan, v), o)
+        if np.iscomplexobj(s):  # log(sign) + logabsdet; a zero determinant: -inf+nanj as torch
+            with np.errstate(divide="ignore", invalid="ignore"):
+                _land(np.where(s == 0, complex(-np.inf, np.nan), np.log(s) + v), o)
+        else:
+            _land(np.where(s < 0, np.nan, v), o)
     return o
 
 
