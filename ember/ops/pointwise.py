@@ -1409,7 +1409,8 @@ def _conj_factors(ctx):
 
 
 def _addcmul_backward(ctx, grad):
-    t1, t2, value = _conj_factors(ctx)
+    t1, t2, _ = _conj_factors(ctx)
+    value = ctx.value  # _scale conjugates it
     return _grads(ctx, lambda: grad, lambda: _scale(grad * t2, value),
                   lambda: _scale(grad * t1, value), names=_ADDC_ARGS)
 

@@ -1064,7 +1064,8 @@ def imag(input: Tensor) -> Tensor:
     """The imaginary part of a complex tensor, as a real view (``torch.imag``).
 
     On a tensor with the lazy conjugation bit the result is a new tensor holding the negated
-    imaginary parts (torch returns a view with its negation bit; ember has none).
+    imaginary parts (torch returns a view with its negation bit; ember has none), so in-place
+    writes to it do not reach ``input``; assigning ``input.imag = value`` does, as in torch.
 
     Raises:
         RuntimeError: ``input`` is not complex.
@@ -1085,6 +1086,11 @@ def imag(input: Tensor) -> Tensor:
 
 def _set_part(part):
     def setter(self: Tensor, value) -> None:
+        if part is imag and self._is_conj:  # stored parts are the negated ones
+            stored = select(view_as_real(conj(self)), -1, 1)
+            stored.copy_(value)
+            stored.neg_()
+            return
         part(self).copy_(value)
     return setter
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ember.backends.cpu._util import arr, ignore_fp_errors
@@ -41,6 +43,10 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
                 # half -> integer goes through float32 so out-of-range values wrap like torch's
                 # casts instead of saturating
                 source = source.astype(np.float32)
+            elif src._dtype.is_complex and not self._dtype.is_complex:
+                warnings.warn("Casting complex values to real discards the imaginary part",
+                              UserWarning, stacklevel=4)
+                source = source.real
             if src._device is not self._device and src._device != self._device:
                 source = _transfer(source, src._device, self._device, non_blocking)
         xp = np if self._device is CPU else array_module(self)
