@@ -1334,7 +1334,7 @@ def _linalg_qr_backward(ctx, gQ, gR):
 
 
 def _svd_checks(A: Tensor) -> None:
-    _floating("linalg.svd", A, "linalg_svd_cpu")
+    _floating("linalg.svd", A, "linalg_svd_cpu", complex_ok=True)
     _matrix_dims("linalg.svd", A)
 
 
@@ -1356,7 +1356,7 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     *batch, m, n = A._shape
     batch, k = tuple(batch), min(m, n)
     u, v = (m, n) if full_matrices else (k, k)
-    return (Spec(batch + (m, u), A._dtype), Spec(batch + (k,), A._dtype),
+    return (Spec(batch + (m, u), A._dtype), Spec(batch + (k,), A._dtype.to_real()),
             Spec(batch + (v, n), A._dtype))
 
 
@@ -1364,27 +1364,37 @@ linalg_svd.result_tuple = SVDResult
 
 
 def svd_backward(U: Tensor, S: Tensor, Vh: Tensor, gU, gS: Tensor, gVh) -> Tensor:
-    """Gradient of ``A = U diag(S) Vh`` (reduced: ``k = min(m, n)`` columns), real case.
+    """Gradient of ``A = U diag(S) Vh`` (reduced: ``k = min(m, n)`` columns).
 
-    ``gA = U [diag(gS) + (F o (J - J^T)) S + S (F o (K - K^T))] Vh`` with ``J = U^T gU``,
-    ``K = Vh gVh^T``, ``F_ij = 1 / (S_j^2 - S_i^2)``; plus ``(I - U U^T) gU S^{-1} Vh`` for
-    tall and ``U S^{-1} gVh (I - Vh^T Vh)`` for wide matrices. Repeated singular values make
+    ``gA = U [diag(gS) + (F o (J - J^H)) S + S (F o (K - K^H))] Vh`` with ``J = U^H gU``,
+    ``K = Vh gVh^H``, ``F_ij = 1 / (S_j^2 - S_i^2)`` off the diagonal; plus
+    ``(I - U U^H) gU S^{-1} Vh`` for tall and ``U S^{-1} gVh (I - Vh^H Vh)`` for wide matrices.
+    Complex: the diagonal also gets ``i Im(J_ii) / S_i`` (each pair's phase put on ``U``,
+    torch's convention for losses that do not depend on it). Repeated singular values make
     the vectors' terms infinite, as in torch. ``gU``/``gVh`` None: only ``gS`` contributes.
     """
     if gU is None and gVh is None:
-        return matmul(U * gS.unsqueeze(-2), Vh)
+        return matmul(U * gS.to(U._dtype).unsqueeze(-2), Vh)
     m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
     S2 = S * S
     E = _unit_diag(S2.unsqueeze(-2) - S2.unsqueeze(-1))
-    J = matmul(U.mT, gU)
-    K = matmul(Vh, gVh.mT)
-    inner = (((J - J.mT) / E) * S.unsqueeze(-2) + S.unsqueeze(-1) * ((K - K.mT) / E)
-             + gS.diag_embed())
+    J = matmul(U.mH, gU)
+    K = matmul(Vh, gVh.mH)
+    inner = ((J - J.mH) / E) * S.unsqueeze(-2) + S.unsqueeze(-1) * ((K - K.mH) / E)
+    diag = gS.to(U._dtype) if gS is not None else S.to(U._dtype) * 0
+    if U._dtype.is_complex:
+        im_u, im_v = J.diagonal(0, -2, -1).imag, K.diagonal(0, -2, -1).imag
+        if bool(((im_u + im_v).abs() > 1e-2 + 1e-2 * im_v.abs()).any()):
+            raise RuntimeError("svd_backward: The singular vectors in the complex case are "
+                               "specified up to multiplication by e^{i phi}. The specified loss "
+                               "function depends on this phase term, making it ill-defined.")
+        diag = diag + im_u.to(U._dtype) * 1j / S
+    inner = _lib().where(_eye_mask(k, U.device), diag.diag_embed(), inner)
     gA = matmul(matmul(U, inner), Vh)
     if m > k:
         gA = gA + matmul((gU - matmul(U, J)) / S.unsqueeze(-2), Vh)
     if n > k:
-        gA = gA + matmul(U, (gVh - matmul(K.mT, Vh)) / S.unsqueeze(-1))
+        gA = gA + matmul(U, (gVh - matmul(K.mH, Vh)) / S.unsqueeze(-1))
     return gA
 
 
@@ -1410,13 +1420,13 @@ def linalg_svdvals(A, *, driver=None, out=None):
         tensor([3.0000, 2.5000])
     """
     _svd_checks(A)
-    return Spec(A._shape[:-2] + (min(A._shape[-2:]),), A._dtype)
+    return Spec(A._shape[:-2] + (min(A._shape[-2:]),), A._dtype.to_real())
 
 
 @derivative(linalg_svdvals, save=("A",))
 def _linalg_svdvals_backward(ctx, grad):
     U, _, Vh = linalg_svd(ctx.A, full_matrices=False)
-    return matmul(U * grad.unsqueeze(-2), Vh)
+    return matmul(U * grad.to(U._dtype).unsqueeze(-2), Vh)
 
 
 def _eigh_checks(A: Tensor, UPLO: str) -> None:

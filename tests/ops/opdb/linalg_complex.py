@@ -1,4 +1,5 @@
-"""Op-table entries: linalg.eig and linalg.eigvals (complex results for real and complex input).
+"""Op-table entries: linalg.eig and linalg.eigvals (complex results for real and complex input),
+and the complex forms of linalg.svd and linalg.svdvals.
 
 LAPACK builds may order the eigenvalues differently and each eigenvector is defined up to a
 phase, so entries compare quantities free of both: the reconstruction ``V diag(L) V^{-1}``,
@@ -11,7 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from tests.opinfo import ALL, COMPLEX, ErrorInput, OpInfo, SampleInput
-from tests.ops.opdb.linalg import DECOMP_TOL, SQUARE_SHAPES, _chain, from_np, matrix_samples
+from tests.ops.opdb.linalg import (
+    DECOMP_TOL,
+    RECT_SHAPES,
+    SMALL_RECT,
+    SQUARE_SHAPES,
+    _chain,
+    from_np,
+    matrix_samples,
+)
 
 _RNG = np.random.default_rng(2468)
 SMALL = [(2, 2), (3, 3), (2, 3, 3)]
@@ -33,6 +42,16 @@ def _eigvals_fn(lib, a):
     return L.sum(-1), (L * L).sum(-1), L.abs().sum(-1)
 
 
+def _svd_fn(lib, a, *args):
+    # complex singular vectors carry a phase each: compare phase-free quantities only
+    u, s, vh = lib.linalg.svd(a, *args)
+    k = s.shape[-1]
+    uk, vk = u[..., :k], vh[..., :k, :]
+    rebuilt = (uk * s.unsqueeze(-2)) @ vk
+    ortho = (u.detach().mH @ u.detach(), vh.detach() @ vh.detach().mH)
+    return rebuilt, s, *ortho, uk.abs(), vk.abs(), (uk * s.unsqueeze(-2)) @ uk.mH
+
+
 def _errors():
     yield ErrorInput(SampleInput((from_np(np.ones((2, 3)), "float64"),)), RuntimeError,
                      "must be batches of square matrices, but they are 2 by 3 matrices")
@@ -43,6 +62,13 @@ def _errors():
 
 
 OPS = [
+    OpInfo("linalg.svd_complex", _svd_fn,
+           _chain(matrix_samples(_general, RECT_SHAPES), matrix_samples(_general, SMALL_RECT),
+                  matrix_samples(_general, RECT_SHAPES, args=(False,))),
+           dtypes=COMPLEX, tol=DECOMP_TOL),
+    OpInfo("linalg.svdvals_complex", lambda lib, a: lib.linalg.svdvals(a),
+           _chain(matrix_samples(_general, RECT_SHAPES), matrix_samples(_general, SMALL_RECT)),
+           dtypes=COMPLEX, tol=DECOMP_TOL),
     OpInfo("linalg.eig", _eig_fn,
            _chain(matrix_samples(_general, SQUARE_SHAPES), matrix_samples(_general, SMALL)),
            dtypes=ALL + COMPLEX, errors=_errors, tol=DECOMP_TOL),
