@@ -189,6 +189,8 @@ def _reverse_cumsum(g: Tensor, d: int) -> Tensor:
 def sum_plan(name: str, input: Tensor, dim, keepdim: bool, dtype, out) -> tuple[tuple, Spec]:
     """dims and Spec of sum/nansum/prod: int and bool accumulate into int64 unless ``dtype``."""
     _require_tensor(name, input)
+    if name == "nansum":
+        _refuse_complex_nansum(input)
     dims = reduction_dims(input._shape, dim)
     if dtype is not None:
         res = dtype
@@ -238,6 +240,11 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         tensor(3.)
     """
     return sum_plan("nansum", input, dim, keepdim, dtype, out)[1]
+
+
+def _refuse_complex_nansum(input) -> None:
+    if isinstance(input, Tensor) and input._dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
 
 
 @derivative(nansum, save=("input",))
@@ -309,6 +316,8 @@ def _prod_backward(ctx, grad):
 def mean_plan(name: str, input: Tensor, dim, keepdim: bool, dtype, out) -> tuple[tuple, Spec]:
     """dims and Spec of mean/nanmean: floating inputs (or a floating ``dtype``) only."""
     _require_tensor(name, input)
+    if name == "nanmean":  # torch's nanmean is nansum / count
+        _refuse_complex_nansum(input)
     if name == "nanmean" and not _is_float(input._dtype):
         raise RuntimeError("nanmean(): expected input to have floating point or complex "
                            f"dtype but got {tname(input._dtype)}")

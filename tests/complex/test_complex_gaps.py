@@ -176,3 +176,12 @@ def test_repr_of_non_finite_complex_matches_torch():
             e = repr(ember.tensor(values, dtype=getattr(ember, dtype)))
             t = repr(torch.tensor(values, dtype=getattr(torch, dtype)))
             assert e == t.replace("torch.", "ember.")
+
+
+def test_complex_division_by_zero_is_silent_as_torch():
+    a = ember.tensor([1 + 1j, 0j, 2 + 0j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's divide/invalid flags stay inside the kernel
+        got = a / ember.tensor([0j, 0j, 0j])
+    want = torch.tensor([1 + 1j, 0j, 2 + 0j]) / torch.tensor([0j, 0j, 0j])
+    _close(got, want)

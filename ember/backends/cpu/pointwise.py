@@ -546,7 +546,7 @@ def _make_fast(fn, pairs: dict, scalars: dict):
         dst = o._arr
         if dst is None:
             dst = arr(o)
-        if d.category != dt.FLOATING:  # integer ufuncs raise no floating-point flags
+        if d.category < dt.FLOATING:  # integer ufuncs raise no floating-point flags
             fn(a, b, out=dst)
             return o
         token = _set_errstate(_IGNORE)

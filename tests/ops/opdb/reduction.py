@@ -132,6 +132,13 @@ def _errors_dims():
     yield _err((make(()), 1), IndexError, r"expected to be in range of \[-1, 0\]")
 
 
+def _errors_complex_nansum():
+    yield _err((make((2, 3), "complex64"),), RuntimeError,
+               "nansum on CPU does not support complex inputs")
+    yield _err((make((2, 3), "complex128"), 1), RuntimeError,
+               "nansum on CPU does not support complex inputs")
+
+
 def _errors_mean():
     yield from _errors_dims()
     yield _err((make((2, 3), "int64"),), RuntimeError,
@@ -288,9 +295,11 @@ OPS = [
     OpInfo("sum_out", lambda lib, x, *a, **k: lib.sum(x, *a, **k), _out_samples, dtypes=ALL),
     OpInfo("sum_method", lambda lib, x, *a, **k: x.sum(*a, **k), _samples(DIMS[:4]),
            dtypes=("float32", "int16", "bool")),
-    OpInfo("nansum", _lib_fn("nansum"), _samples(SUM_VARIANTS[:-1]), dtypes=ALL),
+    OpInfo("nansum", _lib_fn("nansum"), _samples(SUM_VARIANTS[:-1]), dtypes=ALL,
+           errors=_errors_complex_nansum),
     OpInfo("mean", _lib_fn("mean"), _samples(MEAN_VARIANTS), dtypes=ALLC, errors=_errors_mean),
-    OpInfo("nanmean", _lib_fn("nanmean"), _samples(MEAN_VARIANTS), dtypes=ALL),
+    OpInfo("nanmean", _lib_fn("nanmean"), _samples(MEAN_VARIANTS), dtypes=ALL,
+           errors=_errors_complex_nansum),
     OpInfo("prod", _lib_fn("prod"),
            _samples([((), {}), ((0,), {}), ((-1, True), {}), ((1,), {"dtype": ember.float64}),
                      ((), {"dtype": ember.int32})], low=-2, high=3), dtypes=ALLC),
