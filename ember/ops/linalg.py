@@ -1637,7 +1637,7 @@ def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=Non
         >>> ember.linalg.pinv(ember.tensor([[1.0], [1.0]]))
         tensor([[0.5000, 0.5000]])
     """
-    if A.ndim < 2 or A._dtype not in (dt.float32, dt.float64):
+    if A.ndim < 2 or A._dtype not in _EIGH_DTYPES:
         raise RuntimeError(f"linalg.pinv({_tn(A)}{{{list(A._shape)}}}): expected a tensor with 2 "
                            "or more dimensions of float, double, cfloat or cdouble types")
     if hermitian:
@@ -1669,17 +1669,17 @@ def _linalg_pinv_backward(ctx, grad):
 
 
 def _pinv_grad(ctx, grad):
-    # For locally constant rank, X = A^+ has dX = -X dA X + X X^T dA^T (I - A X)
-    # + (I - X A) dA^T X^T X, so gA = -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A);
-    # the identities are distributed so no eye is built.
+    # For locally constant rank, X = A^+ has dX = -X dA X + X X^H dA^H (I - A X)
+    # + (I - X A) dA^H X^H X, so gA = -X^H g X^H + (I - A X) g^H X X^H + X^H X g^H (I - X A)
+    # (^H is ^T for real A); the identities are distributed so no eye is built.
     A, X = ctx.A, ctx.result
-    gT = grad.mT
-    XXt, XtX = matmul(X, X.mT), matmul(X.mT, X)
+    gT = grad.mH
+    XXt, XtX = matmul(X, X.mH), matmul(X.mH, X)
     t2 = matmul(gT, XXt)
     t2 = t2 - matmul(A, matmul(X, t2))
     t3 = matmul(XtX, gT)
     t3 = t3 - matmul(matmul(t3, X), A)
-    return t2 + t3 - matmul(X.mT, matmul(grad, X.mT))
+    return t2 + t3 - matmul(X.mH, matmul(grad, X.mH))
 
 
 @operator("linalg_matrix_power(Tensor A, int n, *, Tensor(a!)? out=None) -> Tensor",

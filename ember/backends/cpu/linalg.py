@@ -463,14 +463,14 @@ def _linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=No
             w, v = np.linalg.eigh(a)
             keep = np.abs(w) > np.asarray(_tolerance(np.abs(w), a.shape, atol, rtol))[..., None]
             inv = np.where(keep, 1 / w, 0).astype(a.dtype)
-            # (*, n, n) * (*, 1, n) @ (*, n, n): V diag(1/w) V^T
-            return _land(np.matmul(v * inv[..., None, :], np.swapaxes(v, -1, -2)), o)
+            # (*, n, n) * (*, 1, n) @ (*, n, n): V diag(1/w) V^H
+            return _land(np.matmul(v * inv[..., None, :], np.swapaxes(v, -1, -2).conj()), o)
         u, s, vh = np.linalg.svd(a, full_matrices=False)
         keep = s > np.asarray(_tolerance(s, a.shape, atol, rtol))[..., None]
         inv = np.where(keep, 1 / s, 0).astype(a.dtype)
-        # (*, n, k) * (*, 1, k) @ (*, k, m): Vh^T diag(1/S) U^T
-        return _land(np.matmul(np.swapaxes(vh, -1, -2) * inv[..., None, :],
-                               np.swapaxes(u, -1, -2)), o)
+        # (*, n, k) * (*, 1, k) @ (*, k, m): Vh^H diag(1/S) U^H
+        return _land(np.matmul(np.swapaxes(vh, -1, -2).conj() * inv[..., None, :],
+                               np.swapaxes(u, -1, -2).conj()), o)
 
 
 @la.linalg_matrix_power.impl("CPU")

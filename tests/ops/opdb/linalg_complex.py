@@ -1,5 +1,5 @@
 """Op-table entries: linalg.eig and linalg.eigvals (complex results for real and complex input),
-and the complex forms of linalg.svd and linalg.svdvals.
+and the complex forms of linalg.svd, linalg.svdvals and linalg.pinv.
 
 LAPACK builds may order the eigenvalues differently and each eigenvector is defined up to a
 phase, so entries compare quantities free of both: the reconstruction ``V diag(L) V^{-1}``,
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import ember
 from tests.opinfo import ALL, COMPLEX, ErrorInput, OpInfo, SampleInput
 from tests.ops.opdb.linalg import (
     DECOMP_TOL,
@@ -52,6 +53,17 @@ def _svd_fn(lib, a, *args):
     return rebuilt, s, *ortho, uk.abs(), vk.abs(), (uk * s.unsqueeze(-2)) @ uk.mH
 
 
+def _pinv_samples(dtype):
+    yield from _chain(matrix_samples(_general, RECT_SHAPES),
+                      matrix_samples(_general, SMALL_RECT))(dtype)
+    for shape in ((3, 3), (2, 4, 4)):  # Hermitian: phases turn only the strict upper triangle
+        x = _general(shape) + 1j * _general(shape)
+        h = np.triu(x, 1) + np.swapaxes(np.triu(x, 1), -1, -2).conj()
+        h = h + np.diag(_general(shape[-1:]))
+        yield SampleInput((ember.tensor(h, dtype=getattr(ember, dtype)),), {"hermitian": True},
+                          f"hermitian{shape}")
+
+
 def _errors():
     yield ErrorInput(SampleInput((from_np(np.ones((2, 3)), "float64"),)), RuntimeError,
                      "must be batches of square matrices, but they are 2 by 3 matrices")
@@ -62,6 +74,8 @@ def _errors():
 
 
 OPS = [
+    OpInfo("linalg.pinv_complex", lambda lib, a, **kw: lib.linalg.pinv(a, **kw), _pinv_samples,
+           dtypes=COMPLEX, tol=DECOMP_TOL),
     OpInfo("linalg.svd_complex", _svd_fn,
            _chain(matrix_samples(_general, RECT_SHAPES), matrix_samples(_general, SMALL_RECT),
                   matrix_samples(_general, RECT_SHAPES, args=(False,))),
