@@ -1015,7 +1015,7 @@ def _logit_backward(ctx, grad):
     return where((x < eps) | (x > 1 - eps), 0.0, g)
 
 
-_ANY_ROW = U(P.DEFAULT, ANY, True, "")
+_ANY_ROW = U(P.DEFAULT, ALL, True, "")  # complex: each part replaced on its own
 
 
 @operator("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, "
@@ -1049,7 +1049,7 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
         >>> x.nan_to_num_(nan=0.0, posinf=9.0)
         tensor([0., 9., 1.])
     """
-    if self._dtype.is_floating_point:
+    if self._dtype.is_differentiable:
         check_inplace(self, self._shape, self._dtype)
     return Spec(self._shape, self._dtype)
 

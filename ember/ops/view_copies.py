@@ -20,6 +20,7 @@ from ember.ops.views import (
     expand,
     narrow,
     permute,
+    resolve_conj,
     select,
     slice,
     split,
@@ -154,7 +155,8 @@ _COPIES = {
     "split_copy": ("SymInt split_size, int dim=0", split),
     "split_with_sizes_copy": ("SymInt[] split_sizes, int dim=0", split_with_sizes),
     "unbind_copy": ("int dim=0", unbind),
-    "view_as_real_copy": ("", view_as_real),
+    # a copy has no conjugation bit to keep: torch resolves it instead of refusing
+    "view_as_real_copy": ("", lambda x: view_as_real(resolve_conj(x))),
     "view_as_complex_copy": ("", view_as_complex),
 }
 

@@ -728,7 +728,7 @@ def _logit(x, res, eps=None):
 def _nan_to_num(x, res, nan=0.0, posinf=None, neginf=None):
     if x.dtype.kind in "iub":
         return x
-    info = dt.finfo(res)
+    info = dt.finfo(res.to_real() if res.is_complex else res)
     return np.nan_to_num(x, nan=0.0 if nan is None else nan,
                          posinf=info.max if posinf is None else posinf,
                          neginf=info.min if neginf is None else neginf)

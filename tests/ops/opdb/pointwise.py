@@ -92,6 +92,14 @@ def _round_samples(d):
                                         {"decimals": -1}))(d)
 
 
+def _complex_non_finite(d):
+    """Each part replaced on its own: NaN, +-inf and finite real and imaginary parts mixed."""
+    parts = [np.nan, np.inf, -np.inf, 1.5]
+    values = [complex(re, im) for re in parts for im in parts]
+    for kw in ({}, {"nan": 2.0, "posinf": 1.0, "neginf": -3.0}):
+        yield SampleInput((ember.tensor(values, dtype=getattr(ember, d)),), kw, f"parts{kw}")
+
+
 OPS += [
     OpInfo("round", _fn("round"), _round_samples, dtypes=ALL, tol=LOOSE),
     OpInfo("round_", _method_("round"), _round_samples, dtypes=ALL, tol=LOOSE),
@@ -101,12 +109,14 @@ OPS += [
            dtypes=ALL, tol=LOOSE),
     OpInfo("nan_to_num", _fn("nan_to_num"), _with_kwargs(kw_list=({}, {"nan": 1.5},
                                                          {"posinf": 9.0, "neginf": -9.0})),
-           dtypes=ALL),
+           dtypes=ALL + COMPLEX),
     OpInfo("nan_to_num_special", _fn("nan_to_num"),
            lambda d: [SampleInput((ember.tensor([np.nan, np.inf, -np.inf, 1.0],
                                                 dtype=getattr(ember, d)),), kw)
                       for kw in ({}, {"nan": 2.0, "posinf": 1.0})], dtypes=FLOATS),
-    OpInfo("nan_to_num_", _method_("nan_to_num"), _with_kwargs(), dtypes=ALL),
+    OpInfo("nan_to_num_complex_special", _fn("nan_to_num"), _complex_non_finite,
+           dtypes=COMPLEX),
+    OpInfo("nan_to_num_", _method_("nan_to_num"), _with_kwargs(), dtypes=ALL + COMPLEX),
     OpInfo("positive", _fn("positive"), _unary("positive", None), dtypes=ALL),
     OpInfo("pos_op", lambda lib, x: +x, _unary("positive", None), dtypes=ALL),
     OpInfo("neg_op", lambda lib, x: -x, _unary("neg", None), dtypes=ALL),
