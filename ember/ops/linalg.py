@@ -1290,7 +1290,7 @@ def linalg_qr(A, mode="reduced", *, out=None):
     if mode not in _QR_MODES:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
-    _floating("linalg.qr", A, "geqrf_cpu", empty_too=True)
+    _floating("linalg.qr", A, "geqrf_cpu", empty_too=True, complex_ok=True)
     _matrix_dims("linalg.qr", A)
     *batch, m, n = A._shape
     batch, k = tuple(batch), min(m, n)
@@ -1305,10 +1305,15 @@ linalg_qr.result_tuple = QRResult
 
 def _qr_tall_backward(Q: Tensor, R: Tensor, gQ: Tensor, gR: Tensor) -> Tensor:
     """QR backward for m >= n (``Q`` is ``m x n``, ``R`` is ``n x n``):
-    ``gA = (gQ + Q copyltu(M)) R^{-T}`` with ``M = R gR^T - gQ^T Q``, ``copyltu`` the symmetric
-    matrix with ``M``'s lower triangle."""
-    M = matmul(R, gR.mT) - matmul(gQ.mT, Q)
-    M = M.tril() + M.tril(-1).mT
+    ``gA = (gQ + Q copyltu(M)) R^{-H}`` with ``M = R gR^H - gQ^H Q``, ``copyltu`` the Hermitian
+    matrix with ``M``'s strict lower triangle and the real part of its diagonal (LAPACK's ``R``
+    has a real diagonal; ^H is ^T for real matrices)."""
+    M = matmul(R, gR.mH) - matmul(gQ.mH, Q)
+    low = M.tril(-1)
+    diag = M.diagonal(0, -2, -1)
+    if M._dtype.is_complex:
+        diag = diag.real.to(M._dtype)
+    M = low + low.mH + diag.diag_embed()
     return _mT_solve(R, gQ + matmul(Q, M), left=False)
 
 
@@ -1328,7 +1333,7 @@ def _linalg_qr_backward(ctx, gQ, gR):
         return _qr_tall_backward(Q, R, gQ, gR)
     # A = [X | Y] with X = Q U square and Y = Q V: V's gradient flows into Q as Y gV^T.
     gU, gV = gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
-    gX = _qr_tall_backward(Q, R.narrow(-1, 0, m), gQ + matmul(A.narrow(-1, m, n - m), gV.mT),
+    gX = _qr_tall_backward(Q, R.narrow(-1, 0, m), gQ + matmul(A.narrow(-1, m, n - m), gV.mH),
                            gU)
     return _lib().cat([gX, matmul(Q, gV)], -1)
 

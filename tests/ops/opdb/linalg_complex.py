@@ -1,5 +1,5 @@
 """Op-table entries: linalg.eig and linalg.eigvals (complex results for real and complex input),
-and the complex forms of linalg.svd, linalg.svdvals and linalg.pinv.
+and the complex forms of linalg.qr, linalg.svd, linalg.svdvals and linalg.pinv.
 
 LAPACK builds may order the eigenvalues differently and each eigenvector is defined up to a
 phase, so entries compare quantities free of both: the reconstruction ``V diag(L) V^{-1}``,
@@ -64,6 +64,13 @@ def _pinv_samples(dtype):
                           f"hermitian{shape}")
 
 
+def _qr_fn(lib, a, mode="reduced"):
+    q, r = lib.linalg.qr(a, mode=mode)
+    if mode == "r":
+        return q, r.abs()
+    return q @ r, q.detach().mH @ q.detach(), r, q
+
+
 def _errors():
     yield ErrorInput(SampleInput((from_np(np.ones((2, 3)), "float64"),)), RuntimeError,
                      "must be batches of square matrices, but they are 2 by 3 matrices")
@@ -74,6 +81,11 @@ def _errors():
 
 
 OPS = [
+    # LAPACK's complex QR is unique (real diagonal of R), so Q and R are compared as they are
+    OpInfo("linalg.qr_complex", _qr_fn,
+           _chain(matrix_samples(_general, RECT_SHAPES), matrix_samples(_general, SMALL_RECT),
+                  matrix_samples(_general, RECT_SHAPES[:4], args=("r",))),
+           dtypes=COMPLEX, tol=DECOMP_TOL),
     OpInfo("linalg.pinv_complex", lambda lib, a, **kw: lib.linalg.pinv(a, **kw), _pinv_samples,
            dtypes=COMPLEX, tol=DECOMP_TOL),
     OpInfo("linalg.svd_complex", _svd_fn,
