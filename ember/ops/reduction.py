@@ -408,8 +408,13 @@ def extremum_dim_plan(name: str, input: Tensor, dim, keepdim: bool) -> tuple[int
     d = single_dim(name, input._shape, dim)
     dims = (d,) if input._shape else ()
     _check_nonempty_dims(name, input._shape, dims)
+    if name in _KERNEL_REFUSALS:  # refused by the kernel's dtype dispatch, as torch
+        _no_complex(_KERNEL_REFUSALS[name], input)
     _no_complex(name, input, RuntimeError, f"{name}(): does not support complex input")
     return d, dims, reduced_shape(input._shape, dims, keepdim)
+
+
+_KERNEL_REFUSALS = {"median": "median_out", "nanmedian": "median_out", "mode": "mode_cpu"}
 
 
 def _values_indices(name: str, input: Tensor, dim, keepdim: bool):
@@ -592,6 +597,7 @@ def aminmax_plan(input: Tensor, dim, keepdim: bool) -> tuple[tuple, tuple]:
         for i in dims:
             if input._shape[i] == 0:
                 raise IndexError(f"aminmax: Expected reduction dim {i} to have non-zero size.")
+    _no_complex("aminmax_cpu", input)
     return dims, reduced_shape(input._shape, dims, keepdim)
 
 
@@ -1304,6 +1310,7 @@ def _cum_extremum(name: str, input: Tensor, dim):
         raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
     if numel(input._shape):  # torch skips the dim check for empty inputs
         single_dim(name, input._shape, dim)
+    _no_complex(f"{name}_cpu", input)
     return Spec(input._shape, input._dtype), Spec(input._shape, dt.int64)
 
 
@@ -1399,6 +1406,7 @@ def _logcumsumexp_backward(ctx, grad):
 def _check_sortable(name: str, input: Tensor) -> None:
     if input._dtype is dt.bool_:
         raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
+    _no_complex(name, input)
 
 
 @operator("median(Tensor self) -> Tensor", R, method=False)

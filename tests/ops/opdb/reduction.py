@@ -139,6 +139,16 @@ def _errors_complex_nansum():
                "nansum on CPU does not support complex inputs")
 
 
+def _errors_complex_order(name, *args, **kwargs):
+    """torch's order statistics refuse complex in their kernels' dtype dispatch."""
+    def gen():
+        for d in COMPLEX:
+            yield _err((make((3, 2), d), *args), NotImplementedError,
+                       f"not implemented for 'Complex{'Float' if d == 'complex64' else 'Double'}'",
+                       **kwargs)
+    return gen
+
+
 def _errors_mean():
     yield from _errors_dims()
     yield _err((make((2, 3), "int64"),), RuntimeError,
@@ -315,7 +325,8 @@ OPS = [
     OpInfo("amin", _lib_fn("amin"), _samples(DIMS), dtypes=ALL),
     OpInfo("aminmax", _lib_fn("aminmax"),
            _samples([((), {}), ((), {"dim": 0}), ((), {"dim": -1, "keepdim": True}),
-                     ((), {"keepdim": True}), ((), {"dim": 1})]), dtypes=ALL),
+                     ((), {"keepdim": True}), ((), {"dim": 1})]), dtypes=ALL,
+           errors=_errors_complex_order("aminmax", dim=0)),
     OpInfo("argmax", _lib_fn("argmax"),
            _samples([((), {}), ((0,), {}), ((-1, True), {}), ((None, True), {}), ((1,), {})]),
            dtypes=ALLC, errors=_errors_argmax),
@@ -349,13 +360,18 @@ OPS = [
            _samples([((0,), {}), ((-1,), {})]), dtypes=ALL),
     OpInfo("cumprod_", lambda lib, x, *a: x.clone().cumprod_(*a),
            _samples([((0,), {}), ((-1,), {})], low=-2, high=3), dtypes=ALL),
-    OpInfo("cummax", _lib_fn("cummax"), _samples(ONE_DIM[::2], shapes=SCAN_SHAPES), dtypes=ALL),
-    OpInfo("cummin", _lib_fn("cummin"), _samples(ONE_DIM[::2], shapes=SCAN_SHAPES), dtypes=ALL),
+    OpInfo("cummax", _lib_fn("cummax"), _samples(ONE_DIM[::2], shapes=SCAN_SHAPES), dtypes=ALL,
+           errors=_errors_complex_order("cummax", 0)),
+    OpInfo("cummin", _lib_fn("cummin"), _samples(ONE_DIM[::2], shapes=SCAN_SHAPES), dtypes=ALL,
+           errors=_errors_complex_order("cummin", 0)),
     OpInfo("logcumsumexp", _lib_fn("logcumsumexp"), _samples(ONE_DIM[::2], shapes=SCAN_SHAPES),
            dtypes=ALL),
     OpInfo("median", _lib_fn("median"), _samples([((), {})]), dtypes=ALL,
            errors=_errors_order),
-    OpInfo("nanmedian", _lib_fn("nanmedian"), _samples([((), {})]), dtypes=ALL),
+    OpInfo("nanmedian", _lib_fn("nanmedian"), _samples([((), {})]), dtypes=ALL,
+           errors=_errors_complex_order("nanmedian")),
+    OpInfo("median_dim_complex", _lib_fn("median"), _samples([((), {})]), dtypes=(),
+           errors=_errors_complex_order("median", 0)),
     # torch's median along a dim reads garbage from stride-0 (expanded) inputs, so those
     # layouts are checked against a contiguous copy in test_reduction_extra.py instead
     OpInfo("median_dim", _values_and_picked("median"), _samples(ONE_DIM, layouts=NO_EXPAND),
@@ -363,7 +379,7 @@ OPS = [
     OpInfo("nanmedian_dim", _values_and_picked("nanmedian"),
            _samples(ONE_DIM, layouts=NO_EXPAND), dtypes=ALL, meta=False),
     OpInfo("mode", _values_and_picked("mode"), _samples([((), {})] + ONE_DIM), dtypes=ALL,
-           meta=False),
+           meta=False, errors=_errors_complex_order("mode", 0)),
     # shapes and dtypes of (values, indices), Meta against CPU
     OpInfo("median_dim_meta", lambda lib, x, *a: lib.median(x, *a), _samples(ONE_DIM),
            dtypes=ALL, compare_values=False),
