@@ -404,7 +404,7 @@ def linalg_matrix_exp(A) -> Tensor:
     if A.ndim < 2 or A._shape[-1] != A._shape[-2]:
         raise RuntimeError(f"linalg.matrix_exp: A must be batches of square matrices, but they "
                            f"are {A._shape[-2] if A.ndim > 1 else 1} by {A._shape[-1]} matrices")
-    if not A._dtype.is_floating_point:
+    if not (A._dtype.is_floating_point or A._dtype.is_complex):
         raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as "
                            f"input. Got {A._dtype.scalar_name}")
     if A.numel() == 0:

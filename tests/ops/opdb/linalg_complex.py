@@ -1,5 +1,5 @@
 """Op-table entries: linalg.eig and linalg.eigvals (complex results for real and complex input),
-and the complex forms of linalg.qr, linalg.svd, linalg.svdvals and linalg.pinv.
+and the complex forms of linalg.qr, svd, svdvals, pinv and matrix_exp.
 
 LAPACK builds may order the eigenvalues differently and each eigenvector is defined up to a
 phase, so entries compare quantities free of both: the reconstruction ``V diag(L) V^{-1}``,
@@ -81,6 +81,11 @@ def _errors():
 
 
 OPS = [
+    # meta=False: the number of squarings depends on the matrix's norm (data)
+    OpInfo("linalg.matrix_exp_complex", lambda lib, a: lib.linalg.matrix_exp(a),
+           _chain(matrix_samples(lambda s: _RNG.uniform(-1, 1, s), SQUARE_SHAPES),
+                  matrix_samples(_general, [(3, 3), (2, 2, 2)])),
+           dtypes=COMPLEX, tol=DECOMP_TOL, meta=False),
     # LAPACK's complex QR is unique (real diagonal of R), so Q and R are compared as they are
     OpInfo("linalg.qr_complex", _qr_fn,
            _chain(matrix_samples(_general, RECT_SHAPES), matrix_samples(_general, SMALL_RECT),
