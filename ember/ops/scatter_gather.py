@@ -859,7 +859,23 @@ def _masked_fill_rule(self, mask, value) -> tuple:
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.dim()} dimension(s).")
+    if not self._dtype.is_complex and _has_imaginary_part(value):
+        raise RuntimeError(f"value cannot be converted to type "
+                           f"{_SCALAR_CTYPE.get(self._dtype.name, self._dtype.name)} without "
+                           f"overflow")
     return broadcast_shapes(self._shape, mask._shape)
+
+
+# the C++ scalar types torch names when a complex fill value does not fit a real tensor
+_SCALAR_CTYPE = {"float32": "float", "float64": "double", "int64": "int64_t",
+                 "int32": "int", "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t"}
+
+
+def _has_imaginary_part(value) -> bool:
+    if isinstance(value, Tensor):
+        return (value._dtype.is_complex and value._device.type != "meta"
+                and bool(value.imag.item() != 0))
+    return type(value).__name__ == "complex" and value.imag != 0
 
 
 def _inplace_broadcast(self: Tensor, shape: tuple) -> Spec:

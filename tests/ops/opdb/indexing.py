@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import ember
-from tests.opinfo import ALL, ErrorInput, OpInfo, SampleInput, hostile, make
+from tests.opinfo import ALL, COMPLEX, ErrorInput, OpInfo, SampleInput, hostile, make
 
 _RNG = np.random.default_rng(77)
 HALF_TOL = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}
@@ -411,6 +411,10 @@ def _errors():
             "only supports a 0-dimensional value tensor")
     yield E(S((x, "masked_fill", make((3, 4)), 1.0)), RuntimeError,
             "masked_fill_ only supports boolean masks")
+    yield E(S((x, "masked_fill", rand_mask((3, 4)), 2 - 1j)), RuntimeError,
+            "value cannot be converted to type float without overflow")
+    yield E(S((make((3,), "int64"), "masked_fill", rand_mask((3,)), ember.tensor(1j))),
+            RuntimeError, "value cannot be converted to type int64_t without overflow")
     yield E(S((x, "masked_fill", rand_mask((5,)), 1.0)), RuntimeError,
             r"The size of tensor a \(4\) must match the size of tensor b \(5\)")
     yield E(S((x, "masked_select", make((3, 4)))), RuntimeError, "expected BoolTensor for mask")
@@ -521,13 +525,13 @@ OPS = [
            lambda lib, x, ind, v, **k: lib.ops.aten.index_put_(x, ind, v, **k),
            lambda dt: index_put_samples(dt, writable=True, masks=True), dtypes=ALL),
     OpInfo("masked_fill", lambda lib, x, m, v: x.masked_fill(m, v),
-           lambda dt: masked_samples(dt, "fill"), dtypes=ALL),
+           lambda dt: masked_samples(dt, "fill"), dtypes=ALL + COMPLEX),
     OpInfo("masked_fill_", lambda lib, x, m, v: x.masked_fill_(m, v),
-           lambda dt: masked_samples(dt, "fill", writable=True), dtypes=ALL),
+           lambda dt: masked_samples(dt, "fill", writable=True), dtypes=ALL + COMPLEX),
     OpInfo("masked_scatter", lambda lib, x, m, s: lib.masked_scatter(x, m, s),
-           lambda dt: masked_samples(dt, "scatter"), dtypes=ALL),
+           lambda dt: masked_samples(dt, "scatter"), dtypes=ALL + COMPLEX),
     OpInfo("masked_scatter_", lambda lib, x, m, s: x.masked_scatter_(m, s),
-           lambda dt: masked_samples(dt, "scatter", writable=True), dtypes=ALL),
+           lambda dt: masked_samples(dt, "scatter", writable=True), dtypes=ALL + COMPLEX),
     OpInfo("masked_select", lambda lib, x, m, **k: lib.masked_select(x, m, **k),
            _select_samples, dtypes=ALL, meta=False),
     OpInfo("nonzero", lambda lib, x, **k: lib.nonzero(x, **k), nonzero_samples, dtypes=ALL,
