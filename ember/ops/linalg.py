@@ -1612,7 +1612,7 @@ def linalg_matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, ou
         >>> ember.linalg.matrix_rank(ember.tensor([[1.0, 2.0], [2.0, 4.0]]))
         tensor(1)
     """
-    if A._dtype is not dt.float32 and A._dtype is not dt.float64:
+    if A._dtype not in _EIGH_DTYPES:
         if rtol is None and tol is None:  # torch needs eps for the default rtol first
             raise RuntimeError("This function doesn't handle types other than float and double")
         if A.numel():

@@ -140,3 +140,16 @@ def test_empty_batches():
     L, V = ember.linalg.eig(ember.ones(2, 0, 0, dtype=ember.float64))
     assert L.dtype == ember.complex128 and tuple(L.shape) == (2, 0) and tuple(V.shape) == (2, 0, 0)
     assert tuple(ember.linalg.eigvals(ember.ones(0, 3, 3)).shape) == (0, 3)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_matrix_rank_of_complex_matrices_like_torch(dtype, hermitian):
+    x = _matrix((2, 4, 2), dtype)
+    a = x @ np.swapaxes(x, -1, -2).conj() if hermitian else x @ _matrix((2, 2, 4), dtype)
+    a = np.concatenate([a, _matrix((1, 4, 4), dtype)]).astype(dtype)  # ranks 2, 2 and 4
+    if hermitian:
+        a[2] = a[2] + a[2].conj().T
+    ours = ember.linalg.matrix_rank(ember.tensor(a), hermitian=hermitian)
+    theirs = torch.linalg.matrix_rank(torch.tensor(a), hermitian=hermitian)
+    assert ours.tolist() == theirs.tolist() == [2, 2, 4]
