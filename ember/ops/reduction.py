@@ -1364,7 +1364,7 @@ def _cummin_backward(ctx, grad, grad_indices):
 
 @operator("logcumsumexp(Tensor self, int dim, *, Tensor(a!)? out=None) -> Tensor", R)
 def logcumsumexp(input, dim, *, out=None):
-    """Running ``log(sum(exp(x)))`` along ``dim``, computed stably; floating inputs only.
+    """Running ``log(sum(exp(x)))`` along ``dim``, computed stably; floating or complex inputs.
 
     Raises:
         NotImplementedError: integer or bool input (as torch's CPU kernel).
@@ -1389,8 +1389,13 @@ def _logcumsumexp_backward(ctx, grad):
     x, result = ctx.input, ctx.result
     if not x._shape or not numel(x._shape):
         return grad
-    from ember.core.dtype import finfo
     d = canonical_dim(ctx.dim, len(x._shape))
+    if x._dtype.is_complex:
+        # d result_k / d x_j = exp(x_j - result_k) for j <= k (holomorphic); the gradient
+        # multiplies by its conjugate and sums over k >= j
+        later = (grad * (-result.conj()).exp()).flip((d,)).cumsum(d).flip((d,))
+        return x.conj().exp() * later
+    from ember.core.dtype import finfo
     lowest = finfo(grad._dtype).min
     log_abs = grad.abs().log()
     pos = where(grad > 0, log_abs, lowest)

@@ -38,6 +38,7 @@ GRAD_CASES = {
     "addcdiv": (lambda L, a, b, c: L.addcdiv(a, b, c, value=2), [(3, 4), (3, 4), (3, 4)]),
     "logsumexp": (lambda L, a: L.logsumexp(a, 1), [(3, 4)]),
     "trace": (lambda L, a: L.trace(a), [(4, 4)]),
+    "logcumsumexp": (lambda L, a: a.logcumsumexp(1), [(3, 4)]),
     "var_mean": (lambda L, a: L.var_mean(a, 1)[1] * 2 + L.var_mean(a, 1)[0], [(3, 4)]),
     "std_mean": (lambda L, a: L.std_mean(a)[1], [(3, 4)]),
     "prod": (lambda L, a: a.prod(1), [(3, 4)]),

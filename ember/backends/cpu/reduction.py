@@ -512,7 +512,27 @@ def _logcumsumexp(input, dim, *, out=None):
     d = red.single_dim("logcumsumexp", input._shape, dim)
     a = arr(input).astype(compute_dtype(input._dtype), copy=False)
     with ignore_fp_errors():
+        if a.dtype.kind == "c":
+            return _land(_complex_logcumsumexp(a, d), spec, out, "logcumsumexp")
         return _land(np.logaddexp.accumulate(a, axis=d), spec, out, "logcumsumexp")
+
+
+def _complex_logaddexp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``log(exp(x) + exp(y))`` of complex arrays, shifted by the operand of larger real part
+    (torch's complex log-add-exp); a ``-inf`` real part adds nothing."""
+    swap = y.real > x.real
+    hi, lo = np.where(swap, y, x), np.where(swap, x, y)
+    r = hi + np.log1p(np.exp(lo - hi))
+    return np.where(np.isneginf(lo.real), hi, r)
+
+
+def _complex_logcumsumexp(a: np.ndarray, d: int) -> np.ndarray:
+    moved = np.moveaxis(a, d, 0)
+    out = np.empty_like(moved)
+    out[0] = moved[0]
+    for i in range(1, moved.shape[0]):
+        out[i] = _complex_logaddexp(out[i - 1], moved[i])
+    return np.moveaxis(out, 0, d)
 
 
 # -- order statistics -------------------------------------------------------------------------

@@ -365,7 +365,7 @@ OPS = [
     OpInfo("cummin", _lib_fn("cummin"), _samples(ONE_DIM[::2], shapes=SCAN_SHAPES), dtypes=ALL,
            errors=_errors_complex_order("cummin", 0)),
     OpInfo("logcumsumexp", _lib_fn("logcumsumexp"), _samples(ONE_DIM[::2], shapes=SCAN_SHAPES),
-           dtypes=ALL),
+           dtypes=ALLC),
     OpInfo("median", _lib_fn("median"), _samples([((), {})]), dtypes=ALL,
            errors=_errors_order),
     OpInfo("nanmedian", _lib_fn("nanmedian"), _samples([((), {})]), dtypes=ALL,
