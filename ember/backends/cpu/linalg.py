@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.backends.cpu._util import arr, compute_dtype, new_output, run_ufunc
-from ember.backends.cpu._xp import cast, module_of
+from ember.backends.cpu._xp import cast, from_host, module_of, to_host
 from ember.core import dtype as dt
 from ember.ops import linalg as la
 from ember.tensor import Tensor
@@ -390,14 +390,15 @@ def _linalg_eigvalsh(A, UPLO="L", *, out=None):
 
 @la.linalg_eig.impl("CPU")
 def _linalg_eig(A, *, out=None):
+    # geev is LAPACK-only: a device tensor is decomposed on the host (to_host/from_host)
     w, v = _outs(la.linalg_eig.meta_rule(A), out)
     if v.numel():
-        a = arr(A)
+        a = to_host(A, arr(A))
         if not np.isfinite(a).all():
             raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
         wa, va = np.linalg.eig(a)
-        _land(wa, w)
-        _land(va, v)
+        _land(from_host(A, wa.astype(w._dtype.np)), w)
+        _land(from_host(A, va.astype(v._dtype.np)), v)
     return la.EigResult(w, v)
 
 
@@ -406,10 +407,10 @@ def _linalg_eigvals(A, *, out=None):
     o = _out(la.linalg_eigvals.meta_rule(A), out, "linalg_eigvals")
     if not o.numel():
         return o
-    a = arr(A)
+    a = to_host(A, arr(A))
     if not np.isfinite(a).all():  # torch does not check here: NaN where LAPACK would fail
-        return _land(np.full(o.shape, np.nan), o)
-    return _land(np.linalg.eigvals(a), o)
+        return _land(from_host(A, np.full(o.shape, np.nan, o._dtype.np)), o)
+    return _land(from_host(A, np.linalg.eigvals(a).astype(o._dtype.np)), o)
 
 
 def _tolerance(s: np.ndarray, shape: tuple, atol, rtol) -> np.ndarray:
