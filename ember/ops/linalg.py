@@ -2,9 +2,11 @@
 
 Products (``matmul`` and its ``dot``/``mv``/``mm``/``bmm`` paths, the ``add*`` fused forms,
 ``einsum``, ``tensordot``) keep their inputs' single dtype, like PyTorch's BLAS paths; ``outer``
-and ``kron`` promote like ``mul``. Decompositions accept float32/float64 only, and reject other
-dtypes with the exception type PyTorch raises (``RuntimeError`` for its explicit checks,
-``NotImplementedError`` where PyTorch reaches a kernel without that dtype). Each rule below
+and ``kron`` promote like ``mul``. Decompositions accept float32/float64 and complex64/complex128
+(complex gradients by torch's conjugate convention; ``matrix_power`` with a negative exponent
+still refuses complex input), and reject other dtypes with the exception type PyTorch raises
+(``RuntimeError`` for its explicit checks, ``NotImplementedError`` where PyTorch reaches a
+kernel without that dtype). Each rule below
 validates with PyTorch's messages and returns the output ``Spec``; CPU kernels live in
 ``ember/backends/cpu/linalg.py``. This file is long because each of ~30 operators needs its own
 shape rule; the helpers at the top keep each rule short.
