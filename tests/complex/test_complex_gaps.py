@@ -186,3 +186,14 @@ def test_complex_division_by_zero_is_silent_as_torch():
         got = a / ember.tensor([0j, 0j, 0j])
     want = torch.tensor([1 + 1j, 0j, 2 + 0j]) / torch.tensor([0j, 0j, 0j])
     _close(got, want)
+
+
+def test_reducing_complex_into_a_real_dtype_warns_as_torch():
+    a = _complex((2, 3))
+    for name in ("sum", "mean", "prod"):
+        with pytest.warns(UserWarning, match="Casting complex values to real discards"):
+            got = getattr(ember.tensor(a), name)(dtype=ember.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = getattr(torch.tensor(a), name)(dtype=torch.float64)
+        _close(got, want)

@@ -43,6 +43,10 @@ def _src(t: Tensor, cast: dt.DType | None = None) -> np.ndarray:
     """``t``'s strided view, converted to ``cast`` first (torch casts before reducing)."""
     a = arr(t)
     if cast is not None and cast is not t._dtype:
+        if t._dtype.is_complex and not cast.is_complex:
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          UserWarning, stacklevel=4)
+            a = a.real
         a = a.astype(cast.np)
     return a
 
