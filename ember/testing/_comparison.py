@@ -24,6 +24,8 @@ _TOLERANCES = {
     dt.bfloat16: (1.6e-2, 1e-5),
     dt.float32: (1.3e-6, 1e-5),
     dt.float64: (1e-7, 1e-7),
+    dt.complex64: (1.3e-6, 1e-5),
+    dt.complex128: (1e-7, 1e-7),
 }
 _SCALAR_TYPES = (bool, int, float, np.number, np.bool_)
 
@@ -182,14 +184,16 @@ def _compare_tensors(actual: Tensor, expected: Tensor, options: dict, path: str)
         rtol, atol = default_tolerances(actual.dtype, expected.dtype)
     common = dt.promote_types(actual.dtype, expected.dtype)
     a, e = _as_compute_array(actual, common), _as_compute_array(expected, common)
-    matches = _close(a, e, rtol, atol, options["equal_nan"], common.is_floating_point)
+    matches = _close(a, e, rtol, atol, options["equal_nan"],
+                     common.is_floating_point or common.is_complex)
     if not np.all(matches):
         raise _Mismatch(_tensor_message(a, e, matches, rtol, atol, common), path)
 
 
 def _as_compute_array(t: Tensor, common: dt.DType) -> np.ndarray:
     """The values in the dtype the comparison runs in (the promoted one, like torch.isclose)."""
-    return numpy_view(t).astype(common.np if common.is_floating_point else np.int64)
+    inexact = common.is_floating_point or common.is_complex
+    return numpy_view(t).astype(common.np if inexact else np.int64)
 
 
 def _close(a, e, rtol: float, atol: float, equal_nan: bool, floating: bool = True):
@@ -212,12 +216,13 @@ def _tensor_message(a: np.ndarray, e: np.ndarray, matches, rtol: float, atol: fl
     kind = "equal" if rtol == 0 and atol == 0 else "close"
     total, bad = matches.size, int(matches.size - np.count_nonzero(matches))
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        abs_diff = np.asarray(np.abs(a.astype(np.float64) - e.astype(np.float64)))
-        rel_diff = np.asarray(abs_diff / np.abs(e.astype(np.float64)))
+        wide = np.complex128 if a.dtype.kind == "c" else np.float64
+        abs_diff = np.asarray(np.abs(a.astype(wide) - e.astype(wide)))
+        rel_diff = np.asarray(abs_diff / np.abs(e.astype(wide)))
     rel_diff[abs_diff == 0] = 0.0
     abs_diff[matches] = 0.0
     rel_diff[matches] = 0.0
-    integral = not common.is_floating_point
+    integral = not (common.is_floating_point or common.is_complex)
     abs_at, abs_val = _greatest(abs_diff)
     rel_at, rel_val = _greatest(rel_diff)
     abs_text = _num(int(abs_val) if integral and np.isfinite(abs_val) else abs_val)

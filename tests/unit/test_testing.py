@@ -218,3 +218,15 @@ def test_make_tensor_leaves_the_global_rng_alone():
     make_tensor(10, dtype=ember.float32)
     assert ember.rand(4).tolist() == want
     assert make_tensor(3, dtype=ember.float32)._version == 0
+
+
+def test_assert_close_compares_imaginary_parts_as_torch():
+    a, b = ember.tensor([1 + 1j]), ember.tensor([1 + 2j])
+    with pytest.raises(AssertionError) as ours:
+        ember.testing.assert_close(a, b)
+    with pytest.raises(AssertionError) as theirs:
+        torch.testing.assert_close(torch.tensor([1 + 1j]), torch.tensor([1 + 2j]))
+    assert str(ours.value).splitlines()[:4] == str(theirs.value).splitlines()[:4]
+    ember.testing.assert_close(a, ember.tensor([1 + 1j + 1e-7j]))
+    ember.testing.assert_close(ember.tensor([complex("nan+1j")]),
+                               ember.tensor([complex("1+nanj")]), equal_nan=True)
