@@ -1023,7 +1023,8 @@ def _svd_factors(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         u, s, vh = np.linalg.svd(arr, full_matrices=False)
     except np.linalg.LinAlgError as e:
         raise LinAlgError(f"linalg.svd: The algorithm failed to converge ({e}).") from None
-    return tuple(tensor(v, dtype=a._dtype, device=a._device) for v in (u, s, vh))
+    dtypes = (a._dtype, a._dtype.to_real(), a._dtype)  # complex matrices: real S
+    return tuple(tensor(v, dtype=d, device=a._device) for v, d in zip((u, s, vh), dtypes))
 
 
 def _svd_norm_grad(grad: Tensor, a: Tensor, ord) -> Tensor:
@@ -1055,14 +1056,17 @@ def _linalg_matrix_norm_backward(ctx, grad):
     if ord == "fro":
         return _pnorm_grad(g, A, 2.0, _restore(ctx.result, shape, dims, ctx.keepdim), dims)
     if ord in ("nuc", 2, -2):
-        am = A.movedim((d0, d1), (-2, -1)).to(g._dtype)
+        am = A.movedim((d0, d1), (-2, -1))
+        if not A._dtype.is_complex:
+            am = am.to(g._dtype)
         gm = g.movedim((d0, d1), (-2, -1))[..., 0, 0]
         return _svd_norm_grad(gm, am, ord).movedim((-2, -1), (d0, d1))
     # 1/-1: max/min over d1 of column abs-sums over d0; inf/-inf: the same with d0, d1 swapped
     over, across = (d0, d1) if abs(ord) == 1 else (d1, d0)
     sums = A.detach().abs().sum(over, keepdim=True)
     ext = sums.amax(across, keepdim=True) if ord > 0 else sums.amin(across, keepdim=True)
-    return A.sign() * _scaled_mask(g, sums == ext, (across,))
+    return (A.sgn() if A._dtype.is_complex else A.sign()) * _scaled_mask(g, sums == ext,
+                                                                           (across,))
 
 
 @composite("norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p='fro', int[1]? dim=None, "

@@ -391,7 +391,8 @@ def _linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=No
 def _matrix_norm(a: np.ndarray, ord) -> np.ndarray:
     """Norm over the last two axes of ``a`` (rows, cols), batched over the rest."""
     if ord == "fro":
-        return np.sqrt(np.sum(a * a, axis=(-2, -1)))
+        sq = a.real * a.real + a.imag * a.imag if a.dtype.kind == "c" else a * a
+        return np.sqrt(np.sum(sq, axis=(-2, -1)))
     if ord in ("nuc", 2, -2):
         if not np.isfinite(a).all():
             raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
@@ -408,7 +409,11 @@ def _linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None
     (d0, d1), spec = red.matrix_norm_plan(A, ord, dim, keepdim, dtype)
     if not numel(spec.shape):
         return _land(None, spec, out, "linalg_matrix_norm")
-    a = _src(A, spec.dtype).astype(compute_dtype(spec.dtype), copy=False)
+    if A._dtype.is_complex:  # singular values and moduli of the complex entries
+        real = np.dtype(compute_dtype(spec.dtype))
+        a = arr(A).astype(np.complex128 if real.itemsize == 8 else np.complex64, copy=False)
+    else:
+        a = _src(A, spec.dtype).astype(compute_dtype(spec.dtype), copy=False)
     a = np.moveaxis(a, (d0, d1), (-2, -1))
     if a.shape[-1] == 0 or a.shape[-2] == 0:
         return _land(0, spec, out, "linalg_matrix_norm")
