@@ -752,7 +752,8 @@ def sinc(input: Tensor) -> Tensor:
         >>> ember.sinc(ember.tensor([0.0, 0.5])).tolist()[0]
         1.0
     """
-    x = input if input.dtype.is_floating_point else input.to(dt.get_default_dtype())
+    inexact = input.dtype.is_floating_point or input.dtype.is_complex
+    x = input if inexact else input.to(dt.get_default_dtype())
     zero = eq(x, 0)
     scaled = where(zero, 1.0, x) * math.pi
     return where(zero, 1.0, sin(scaled) / scaled)
