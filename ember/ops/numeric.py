@@ -312,7 +312,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
                       "than the number of observations.", UserWarning, stacklevel=3)
         norm_factor = norm_factor * 0
     centred = x - unsqueeze(avg, 1)
-    c = mm(centred, transpose(centred if w is None else centred * w, 0, 1))
+    other = transpose(centred if w is None else centred * w, 0, 1)
+    c = mm(centred, other.conj() if other.dtype.is_complex else other)
     return (c / norm_factor).squeeze()
 
 
@@ -342,6 +343,9 @@ def corrcoef(input: Tensor) -> Tensor:
     std = sqrt(c.diagonal())
     c = c / view(std, (-1, 1))
     c = c / view(std, (1, -1))
+    if c.dtype.is_complex:  # torch clips the real and imaginary parts each
+        from ember.ops.pointwise import complex as make_complex
+        return make_complex(c.real.clamp(-1, 1), c.imag.clamp(-1, 1))
     return c.clamp(-1, 1)
 
 
