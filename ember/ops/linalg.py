@@ -3,10 +3,9 @@
 Products (``matmul`` and its ``dot``/``mv``/``mm``/``bmm`` paths, the ``add*`` fused forms,
 ``einsum``, ``tensordot``) keep their inputs' single dtype, like PyTorch's BLAS paths; ``outer``
 and ``kron`` promote like ``mul``. Decompositions accept float32/float64 and complex64/complex128
-(complex gradients by torch's conjugate convention; ``matrix_power`` with a negative exponent
-still refuses complex input), and reject other dtypes with the exception type PyTorch raises
-(``RuntimeError`` for its explicit checks, ``NotImplementedError`` where PyTorch reaches a
-kernel without that dtype). Each rule below
+(complex gradients by torch's conjugate convention), and reject other dtypes with the exception
+type PyTorch raises (``RuntimeError`` for its explicit checks, ``NotImplementedError`` where
+PyTorch reaches a kernel without that dtype). Each rule below
 validates with PyTorch's messages and returns the output ``Spec``; CPU kernels live in
 ``ember/backends/cpu/linalg.py``. This file is long because each of ~30 operators needs its own
 shape rule; the helpers at the top keep each rule short.
@@ -1693,7 +1692,8 @@ def _pinv_grad(ctx, grad):
           method=False)
 def linalg_matrix_power(A, n, *, out=None):
     """``A`` raised to the integer power ``n`` by repeated squaring; ``n = 0`` gives the
-    identity, ``n < 0`` the power of the inverse (``torch.linalg.matrix_power``).
+    identity, ``n < 0`` the power of the inverse (``torch.linalg.matrix_power``); real and
+    complex floating matrices take negative powers, integer ones only ``n >= 0``.
 
     Shape: ``(*, m, m) -> (*, m, m)``.
 
@@ -1704,15 +1704,16 @@ def linalg_matrix_power(A, n, *, out=None):
     """
     _square("linalg.matrix_power", A)
     if n < 0:
-        _floating("linalg.inv", A)
+        _floating("linalg.inv", A, complex_ok=True)
     elif n >= 2:
         _no_bool_gemm("addmm_impl_cpu_", A, A._shape, A._shape[-1])
     return Spec(A._shape, A._dtype)
 
 
 def _power_backward(B: Tensor, grad: Tensor, n: int) -> Tensor:
-    """Gradient of ``B^n`` (``n >= 1``): ``sum_k (B^T)^k g (B^T)^(n-1-k)``."""
-    Bt = B.mT
+    """Gradient of ``B^n`` (``n >= 1``): ``sum_k (B^H)^k g (B^H)^(n-1-k)`` (``^H`` is ``^T``
+    for real ``B``; complex gradients by torch's conjugate convention)."""
+    Bt = B.mH
     powers = [None, Bt]  # (B^T)^j for j >= 1; j = 0 is the identity
     for _ in range(n - 2):
         powers.append(matmul(powers[-1], Bt))
@@ -1733,7 +1734,7 @@ def _linalg_matrix_power_backward(ctx, grad):
         return _power_backward(A, grad, n)
     B = linalg_inv(A)  # A^n = (A^-1)^|n|, and d(A^-1) = -A^-1 dA A^-1
     gB = _power_backward(B, grad, -n)
-    return -matmul(B.mT, matmul(gB, B.mT))
+    return -matmul(B.mH, matmul(gB, B.mH))
 
 
 @composite("matrix_power(Tensor self, int n) -> Tensor")

@@ -425,7 +425,7 @@ def _lstsq_checks(A, B, driver) -> None:
     if A._dtype is not B._dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
                            f"dtype, but got input's dtype {_tn(A)} and other's dtype {_tn(B)}")
-    if A._dtype not in (dt.float32, dt.float64):
+    if A._dtype not in (dt.float32, dt.float64, dt.complex64, dt.complex128):
         raise RuntimeError("This function doesn't handle types other than float and double")
     if driver not in _LSTSQ_DRIVERS:
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of "
@@ -444,7 +444,8 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
     when ``m > n`` for ``gels``, ``gelsd`` and ``gelss`` (only at full rank for the latter
     two), else empty; ``rank`` for all but ``gels``; ``singular_values`` for ``gelsd`` and
     ``gelss`` (not differentiable). ``solution`` and ``residuals`` are differentiable (the
-    solution's gradient is that of ``pinv(A) @ B``).
+    solution's gradient is that of ``pinv(A) @ B``). Complex ``A`` and ``B`` give a complex
+    solution with real ``residuals`` (squared moduli) and ``singular_values``, as torch.
 
     Shape: ``A (*, m, n)``, ``B (*, m, k)`` or ``(*, m)`` -> ``solution (*, n, k)`` or
     ``(*, n)``; batch dims broadcast.
@@ -469,16 +470,19 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
     if given:  # torch differentiates pinv(A) @ B with pinv's default cut, whatever rcond is
         Y = matmul(lib.linalg_pinv(A), B2)
         X = X.detach() + (Y - Y.detach())
-    empty = lib.empty(0, dtype=A._dtype, device=A._device)
+    real = A._dtype.to_real() if A._dtype.is_complex else A._dtype
+    empty = lib.empty(0, dtype=real, device=A._device)
     rank = lib.linalg_matrix_rank(A, rtol=rcond) if driver != "gels" else \
         lib.empty(0, dtype=dt.int64, device=A._device)
     full = driver == "gels" or (rank.numel() > 0 and bool((rank == n).all()))
     if m > n and driver != "gelsy" and full:
-        residuals = ((matmul(A, X) - B2) ** 2).sum(-2)
+        diff = matmul(A, X) - B2
+        residuals = ((diff.real ** 2 + diff.imag ** 2) if diff.is_complex() else diff ** 2).sum(-2)
         if n == 0 and driver == "gels":  # gels leaves them at zero; torch's gradient remains
             residuals = residuals - residuals.detach()
     else:  # empty, yet an output of A and B (it requires grad when they do, as torch's)
         residuals = A.reshape(-1)[:0] + B2.reshape(-1)[:0]
+        residuals = residuals.real if residuals.is_complex() else residuals
     singular_values = lib.linalg_svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
     return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, singular_values)
 

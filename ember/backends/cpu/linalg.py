@@ -214,7 +214,7 @@ def _batch_failure(name: str, a: np.ndarray, fails, message) -> la.LinAlgError:
 
 def _zero_pivot(m: np.ndarray):
     """1-based index of the first exactly-zero pivot of LU with partial pivoting (as getrf)."""
-    u = np.array(m, dtype=np.float64)
+    u = np.array(m, dtype=np.complex128 if np.iscomplexobj(m) else np.float64)
     n = u.shape[0]
     for k in range(n):
         p = k + int(np.argmax(np.abs(u[k:, k])))

@@ -265,8 +265,9 @@ PRODUCTS = [
     OpInfo("kron_promotes", lambda lib, a, b: a.kron(b), _mixed_dtype_pairs([((2, 2), (3,))]),
            dtypes=("float32", "int32", "bool")),
     OpInfo("matrix_power", lambda lib, a, n: lib.linalg.matrix_power(a, n), _power_samples,
-           dtypes=ALL, tol={"float32": (1e-4, 1e-4), "float64": (1e-10, 1e-10),
-                            "float16": (4e-3, 1e-2), "bfloat16": (3e-2, 5e-2)}),
+           dtypes=ALL_C, tol={"float32": (1e-4, 1e-4), "float64": (1e-10, 1e-10),
+                              "float16": (4e-3, 1e-2), "bfloat16": (3e-2, 5e-2),
+                              "complex64": (1e-4, 1e-4), "complex128": (1e-10, 1e-10)}),
     OpInfo("matrix_power_method", lambda lib, a, n: a.matrix_power(n),
            matrix_samples(well_conditioned, [(2, 3, 3)], args=(3,)), dtypes=("float32",
                                                                                 "int64")),
@@ -506,7 +507,7 @@ GRAD_ENTRIES = [
     OpInfo("linalg.solve_small", lambda lib, a, b, **kw: lib.linalg.solve(a, b, **kw),
            _small_solve_samples, dtypes=F64, tol=DECOMP_TOL),
     OpInfo("matrix_power_small", lambda lib, a, n: lib.linalg.matrix_power(a, n),
-           _small_power_samples, dtypes=F64, tol=DECOMP_TOL),
+           _small_power_samples, dtypes=F64 + ("complex128",), tol=DECOMP_TOL),
 ]
 
 

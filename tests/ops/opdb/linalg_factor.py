@@ -13,11 +13,12 @@ import numpy as np
 
 import ember
 import ember.linalg  # noqa: F401
-from tests.opinfo import FLOATS, ErrorInput, OpInfo, SampleInput
+from tests.opinfo import COMPLEX, FLOATS, ErrorInput, OpInfo, SampleInput
 from tests.ops.opdb.linalg import MAT_LAYOUTS, from_np, singular, well_conditioned
 
 _RNG = np.random.default_rng(2024)
-TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-9)}
+TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-9), "complex64": (1e-4, 1e-4),
+       "complex128": (1e-9, 1e-9)}
 F2 = FLOATS[:2]
 LU_SHAPES = [(3, 3), (2, 4, 4), (3, 5), (5, 3), (2, 2, 4), (1, 1), (0, 3, 3), (3, 0), (0, 2)]
 
@@ -218,9 +219,9 @@ OPS = [
     OpInfo("ormqr", lambda lib, *a: lib.ormqr(*a), _ormqr_samples, dtypes=F2, tol=TOL),
     # meta=False: which residuals exist depends on the computed rank (data)
     OpInfo("linalg.lstsq", lambda lib, *a, **k: tuple(lib.linalg.lstsq(*a, **k)),
-           _lstsq_samples, dtypes=F2, tol=TOL, meta=False),
+           _lstsq_samples, dtypes=F2 + COMPLEX, tol=TOL, meta=False),
     OpInfo("linalg.lstsq_empty", lambda lib, *a, **k: tuple(lib.linalg.lstsq(*a, **k)),
-           _lstsq_empty_samples, dtypes=F2, tol=TOL, meta=False),
+           _lstsq_empty_samples, dtypes=F2 + COMPLEX, tol=TOL, meta=False),
     OpInfo("linalg.ldl_factor_ex", lambda lib, a: lib.linalg.ldl_factor_ex(a), _ldl_samples,
            dtypes=F2, tol=TOL),
     OpInfo("linalg.ldl_factor", lambda lib, a: lib.linalg.ldl_factor(a),
