@@ -589,14 +589,21 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None,
         return None
     if op is not ReduceOp.SUM:
         op = _check_op("all_reduce", op, tensor.dtype)
-    if not (async_op or pg._pending or _State.debug == "DETAIL") \
-            and type(tensor) is Tensor and tensor._device is CPU:
-        arr = numpy_view(tensor)  # the common synchronous call, without _Buf and closures
+    if not (async_op or pg._pending) and type(tensor) is Tensor and tensor._device is CPU \
+            and _State.debug != "DETAIL":
+        # the common synchronous call, without _Buf and closures
+        arr = tensor._arr
+        if arr is None:
+            arr = numpy_view(tensor)
         if arr.flags.c_contiguous:
             pg.seq += 1
-            with pg._exec:
+            lock = pg._exec
+            lock.acquire()
+            try:
                 pg.allreduce(arr, op)
-            tensor._bump_version()
+            finally:
+                lock.release()
+            tensor._ver.value += 1  # _bump_version
             return None
     b = _Buf(tensor)
     arr = b.arr

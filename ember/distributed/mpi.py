@@ -8,7 +8,8 @@ float16 and bfloat16, so every ember dtype reduces.
 
 NOTE [MPI faults]
 MPI calls cannot time out, and a blocking one cannot be left. So every collective is issued
-nonblocking and completed by ``_complete``: it tests the request in a tight loop (a small
+nonblocking (small all-reduces as persistent requests, NOTE [MPI small all_reduce]) and
+completed by ``_complete``: it tests the request in a tight loop (a small
 message finishes there), then yields the CPU between tests and, every 50 ms, polls the
 *fault channel* and the peers' liveness. The fault channel is a second duplicate of
 ``COMM_WORLD`` on which a failing rank sends every peer a short notice (its uncaught
@@ -25,6 +26,21 @@ could wait forever for a dead peer. A rank *killed* by a signal is MPICH's to re
 ``mpiexec`` (Hydra) ends the whole job at once, naming the process and the signal, and its
 progress engine ends a rank that touches the dead one even under
 ``mpiexec -disable-auto-cleanup``; the pid check covers the ranks that are not ended so.
+
+NOTE [MPI small all_reduce]
+An all-reduce of at most 16 KiB of an MPI type with an MPI operation runs on a *persistent*
+request (``MPI_Allreduce_init`` once, then ``Start`` and ``Test`` per call), made for a staging
+array of that dtype and size: MPICH builds the nonblocking schedule once instead of per call,
+which more than pays for copying the 16 KiB in and out (measured at 4 KiB, 2 ranks: 3.2 us
+against 3.9 us for ``Iallreduce`` + ``Test`` or a blocking ``Allreduce``). Completion is the same
+deadline-bound ``_complete`` as every collective's, after a few bare tests, so faults and
+timeouts behave as above. Creating a persistent request is itself collective, so whether a
+call gets one must be decided alike on every rank without asking the others: it depends
+only on ``(dtype, op, element count)`` (what every rank passes alike) and on how many requests
+the group already made (at most 32, in the order of the calls), never on the array's
+address. Larger messages use ``Iallreduce`` on the array itself; above 16 KiB the copies cost
+more than the schedule. The last array and its request are remembered, so a loop that
+reduces one tensor again skips even the table lookup.
 """
 
 from __future__ import annotations
@@ -48,6 +64,11 @@ _FAULT_TAG = 77
 _FAILED, _EXITED = "failed", "exited"
 _LEFT_GRACE = 2.0  # seconds
 _GROUPS_TRACKED = 64  # groups whose progress the shared counts follow
+_PERSISTENT_MAX_BYTES = 16384  # NOTE [MPI small all_reduce]
+_PERSISTENT_MAX = 32  # persistent all-reduce requests per group
+_MISSING = object()
+_AVG = ReduceOp.AVG
+_SPINS = range(64)  # tests of a small all-reduce's request before the deadline's loop
 
 
 def _mpi():
@@ -196,12 +217,17 @@ class MpiProcessGroup(ProcessGroup):
         self.faults = faults
         self._index = index
         self._count = 0  # collectives this rank has entered on this group
-        self._cell = faults.entered[faults.me] if index >= 0 else None
+        # this rank's shared counts (a memoryview: the cheapest store)
+        self._cell = memoryview(faults.entered[faults.me]) if index >= 0 else None
         self._in_place = self.MPI.IN_PLACE
         self._types: dict = {}
         self._user_ops: dict = {}
         self._specs: dict = {}
         self._native: dict = {}  # (dtype, op) -> (MPI type, MPI op) for MPI's own types
+        # NOTE [MPI small all_reduce]: (dtype, op, elements) -> (staging array, persistent
+        # request), or None once the table is full
+        self._persistent: dict = {}
+        self._last_arr = self._last_op = self._last_hit = None  # the latest lookup
 
     @classmethod
     def world(cls, timeout: float) -> MpiProcessGroup:
@@ -339,7 +365,31 @@ class MpiProcessGroup(ProcessGroup):
 
     # ---- collectives ----------------------------------------------------------------------
     def allreduce(self, arr: np.ndarray, op: ReduceOp) -> None:
-        self._enter()
+        """In place over the group. A small message of MPI's own types goes through a
+        persistent request (NOTE [MPI small all_reduce])."""
+        self._count = count = self._count + 1
+        if self._cell is not None:
+            self._cell[self._index] = count
+        if arr is self._last_arr and op is self._last_op:
+            hit = self._last_hit
+        else:
+            hit = self._small(arr, op)
+        if hit is not None:
+            stage, req = hit
+            if self.faults.broken is not None:
+                self._complete(req, "all_reduce")  # raises: the group is unusable
+            stage[...] = arr
+            req.Start()
+            test = req.Test
+            for _ in _SPINS:
+                if test():
+                    break
+            else:
+                self._complete(req, "all_reduce")
+            arr[...] = stage
+            if op is _AVG:
+                self._avg(arr, op)
+            return
         hit = self._native.get((arr.dtype, op))
         if hit is not None:  # MPI's own type and operation: the array as it is
             spec, mop = [arr, arr.size, hit[0]], hit[1]
@@ -350,6 +400,28 @@ class MpiProcessGroup(ProcessGroup):
         self._complete(self.comm.Iallreduce(self._in_place, spec, mop), "all_reduce")
         if op is ReduceOp.AVG:
             self._avg(arr, op)
+
+    def _small(self, arr: np.ndarray, op: ReduceOp):
+        """``(staging array shaped as arr, persistent request)`` for an all-reduce of ``arr``,
+        None when it takes the general path (NOTE [MPI small all_reduce]); remembered for the
+        next call with the same array."""
+        hit = None
+        if arr.nbytes <= _PERSISTENT_MAX_BYTES:
+            key = (arr.dtype, op, arr.size)
+            hit = self._persistent.get(key, _MISSING)
+            if hit is _MISSING:  # every rank decides alike: it depends on the calls so far
+                spec, mop = self._spec(arr, op)
+                hit = None
+                if (spec[2] is not self._types.get(arr.itemsize) and mop is not None
+                        and arr.size and len(self._persistent) < _PERSISTENT_MAX):
+                    stage = np.zeros(arr.size, arr.dtype)
+                    hit = stage, self.comm.Allreduce_init(self._in_place,
+                                                          [stage, arr.size, spec[2]], mop)
+                self._persistent[key] = hit
+            if hit is not None and arr.ndim != 1:
+                hit = hit[0].reshape(arr.shape), hit[1]
+        self._last_arr, self._last_op, self._last_hit = arr, op, hit
+        return hit
 
     def broadcast(self, arr: np.ndarray, root: int) -> None:
         self._enter()
@@ -483,6 +555,12 @@ class MpiProcessGroup(ProcessGroup):
         (``_Faults._at_exit``): ``MPI_Finalize`` could wait for the dead rank forever."""
         super().shutdown()
         f = self.faults
+        if f.broken is None:  # (a request left running by a failure cannot be freed)
+            for hit in self._persistent.values():
+                if hit is not None:
+                    hit[1].Free()
+        self._persistent = {}
+        self._last_arr = self._last_op = self._last_hit = None
         if f.broken is None and self.ranks == list(range(f.size)):
             f.notify(_EXITED, -1, "left")
 

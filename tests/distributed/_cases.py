@@ -373,6 +373,39 @@ def signals(r: int, n: int) -> None:
     time.sleep(60)
 
 
+def small(r: int, n: int) -> None:
+    """Small all-reduces (the mpi engine's persistent requests, NOTE [MPI small all_reduce]):
+    more distinct sizes than it keeps requests for, one size under several shapes and
+    tensors, every op, views, large messages in between, each call checked against NumPy."""
+    calls = []
+    for shape in [(12,), (3, 4), (2, 2, 3), (12,), (1, 12)]:
+        for op in ops_for("float64"):
+            calls.append((shape, "float64", op))
+    calls += [((5,), "int32", ReduceOp.MAX), ((5,), "bool", ReduceOp.SUM),
+              ((6,), "float16", ReduceOp.SUM), ((5000,), "float32", ReduceOp.SUM),
+              ((4096,), "float32", ReduceOp.AVG), ((4097,), "float32", ReduceOp.SUM)]
+    for k in range(40):  # more sizes than the engine keeps requests for: the last take the
+        calls.append(((k + 1,), "float32", ReduceOp.SUM))  # general path
+    same = t_of(data(0, (9,), "float32"))  # one tensor, alike on every rank, again and again
+    for rnd in range(2):
+        for i, (shape, dtype, op) in enumerate(calls):
+            parts = [data(j, shape, dtype, op, salt=100 + i) for j in range(n)]
+            ref, tol = expected(parts, op)
+            x = t_of(parts[r])
+            dist.all_reduce(x, op=op)
+            check(x, ref, tol, f"small all_reduce {dtype} {shape} {op} (round {rnd})")
+            before = same.numpy().copy()
+            dist.all_reduce(same, op=ReduceOp.MAX)
+            assert np.array_equal(same.numpy(), before), "the same tensor again"
+    base = t_of(data(r, (4, 6), "float32"))
+    want = sum(data(j, (4, 6), "float32") for j in range(n))
+    view = base[1:3]  # a contiguous view in the middle of its storage
+    dist.all_reduce(view)
+    got = base.numpy()
+    assert np.allclose(got[1:3], want[1:3], rtol=1e-6) and \
+        np.array_equal(got[[0, 3]], data(r, (4, 6), "float32")[[0, 3]]), "a view's neighbours"
+
+
 def die(r: int, n: int) -> None:
     """Rank 1 dies (killed, raising, or hanging); the others must fail naming it."""
     how = sys.argv[2]
@@ -440,7 +473,7 @@ def detail_log(r: int, n: int) -> None:
     dist.barrier()
 
 
-SCENARIOS = {f.__name__: f for f in (collectives, env, exit_code, signals, die, mismatch,
+SCENARIOS = {f.__name__: f for f in (collectives, small, env, exit_code, signals, die, mismatch,
                                      detail_log, late)}
 NO_GROUP = {"env", "exit_code", "signals"}
 

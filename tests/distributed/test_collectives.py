@@ -36,6 +36,14 @@ def test_collectives_mpi_two_ranks():
     _ok(_spawn.mpi_ranks(2, ["collectives"]))
 
 
+@pytest.mark.skipif(not _spawn.has_mpi(), reason="mpi4py (pip install 'ember[mpi]') is not "
+                    "installed: the mpi engine cannot be tested")
+def test_small_all_reduces_mpi_and_shm():
+    # the mpi engine's persistent requests for small messages, and the same calls on shm
+    _ok(_spawn.mpi_ranks(2, ["small"]))
+    _ok(_spawn.ranks(2, ["small"]))
+
+
 def test_gloo_is_accepted_and_nccl_refused():
     results = _spawn.ranks(2, ["detail_log"], env={"CASE_BACKEND": "gloo"})
     _ok(results)
