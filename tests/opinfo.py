@@ -255,7 +255,7 @@ def assert_same(e_out, t_out, info: OpInfo, dtype: str, path="out"):
                 f"{path}: stride {e_out.stride()} != torch {t_out.stride()}"
         if info.compare_values and t_out.device.type != "meta":
             rtol, atol = info.tol.get(dtype, TOL.get(e_out.dtype.name, (0, 0)))
-            e = np.asarray(e_out.detach().resolve_conj().numpy()
+            e = np.asarray(e_out.detach().resolve_conj().resolve_neg().numpy()
                            if e_out.dtype.name != "bfloat16" else e_out.detach().float().numpy())
             t = as_numpy(t_out)
             wide = np.complex128 if e.dtype.kind == "c" else np.float64

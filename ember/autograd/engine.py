@@ -367,6 +367,8 @@ def _detach(t: Tensor) -> Tensor:
     out._arr = t._arr  # same memory and geometry: the cached NumPy view stays valid
     if t._is_conj:
         out._is_conj = True
+    if t._is_neg:
+        out._is_neg = True
     return out
 
 

@@ -56,7 +56,7 @@ def _parts(t: Tensor) -> tuple:
 
 def _real_components(t: Tensor) -> np.ndarray:
     """``t``'s values as float64, each complex element as its (real, imag) pair."""
-    a = np.asarray(t.detach().resolve_conj().numpy()).reshape(-1)
+    a = np.asarray(t.detach().resolve_conj().resolve_neg().numpy()).reshape(-1)
     if np.iscomplexobj(a):
         return np.stack([a.real, a.imag], -1).reshape(-1).astype(np.float64)
     return a.astype(np.float64)

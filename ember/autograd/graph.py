@@ -321,6 +321,8 @@ def _without_history(t: Tensor) -> Tensor:
                       base=t._base, version=t._ver)
     if t._is_conj:  # NOTE [The conjugation bit] in ember/tensor/tensor.py
         out._is_conj = True
+    if t._is_neg:
+        out._is_neg = True
     return out
 
 
@@ -329,6 +331,8 @@ def _with_history(t: Tensor, node: Node, output_nr: int) -> Tensor:
                       base=t._base, version=t._ver)
     if t._is_conj:
         out._is_conj = True
+    if t._is_neg:
+        out._is_neg = True
     out.grad_fn = node
     out._output_nr = output_nr
     return out

@@ -606,6 +606,22 @@ def _mark_outputs(out, node, inplace: bool, self_t, save_result: bool, which):
     return out
 
 
+def _through_bits(grad: Tensor, conj: bool, neg: bool) -> Tensor:
+    """``grad`` mapped through a view's lazy bits (conjugation and negation are their own
+    adjoints), from the stored values' side to the view's or back."""
+    if conj:
+        grad = grad.conj()
+    return grad.neg() if neg else grad
+
+
+def _region(full: Tensor, geometry: tuple, real_part: bool) -> Tensor:
+    """The view's region of a base-shaped tensor; a real view of a complex base (``real``,
+    ``imag``) lays its geometry over the base's (real, imag) pairs."""
+    if real_part:
+        full = aten("view_as_real")(full)
+    return full.as_strided(*geometry)
+
+
 class CopySlices(Node):
     """The base's history after an in-place op on one of its views.
 
@@ -614,10 +630,12 @@ class CopySlices(Node):
     CopySlices replaces that input by the base's old history: the base's gradient is cloned,
     the view's region of it is handed to ``fn``, and ``fn``'s gradient for the view's old
     values is written back into that region. The view's own history becomes "a strided view
-    of the base's new history", so later uses of the view flow into CopySlices too.
+    of the base's new history", so later uses of the view flow into CopySlices too. A view
+    with lazy bits (conjugation, negation) maps gradients through them both ways; a real view
+    of a complex base (``x.imag``) addresses the base's gradient as (real, imag) pairs.
     """
 
-    __slots__ = ("fn", "geometry", "base_stride", "conj")
+    __slots__ = ("fn", "geometry", "base_stride", "conj", "neg", "real_part")
 
     def apply(self, grads: tuple) -> tuple:
         (grad,) = grads
@@ -625,13 +643,10 @@ class CopySlices(Node):
         # gradient must have them too (the base may be permuted).
         result = aten("empty_strided")(grad._shape, self.base_stride, dtype=grad._dtype,
                                        device=grad._device).copy_(grad)
-        shape, stride, offset = self.geometry
-        region = result.as_strided(shape, stride, offset)
-        # a conjugated view: its gradient is the conjugate of its region's, and back
-        res = self.fn.apply((region.clone().conj() if self.conj else region.clone(),))
-        res = list(res)
+        region = _region(result, self.geometry, self.real_part)
+        res = list(self.fn.apply((_through_bits(region.clone(), self.conj, self.neg),)))
         if res and res[0] is not None:
-            region.copy_(res[0].conj() if self.conj else res[0])
+            region.copy_(_through_bits(res[0], self.conj, self.neg))
         else:
             region.fill_(0)
         return (result, *res[1:])
@@ -644,14 +659,15 @@ class CopySlices(Node):
 class ViewOfBaseBackward(Node):
     """History of a view whose base was rebased: its gradient lands in the base's region."""
 
-    __slots__ = ("geometry", "base_meta", "base_stride", "conj")
+    __slots__ = ("geometry", "base_meta", "base_stride", "conj", "neg", "real_part")
 
     def apply(self, grads: tuple) -> tuple:
         (grad,) = grads
         shape, dtype = self.base_meta
         out = aten("empty_strided")(shape, self.base_stride, dtype=dtype,
                                     device=grad._device).zero_()
-        out.as_strided(*self.geometry).copy_(grad.conj() if self.conj else grad)
+        _region(out, self.geometry, self.real_part).copy_(
+            _through_bits(grad, self.conj, self.neg))
         return (out,)
 
 
@@ -662,12 +678,13 @@ def _rebase_history(t: Tensor, node: Node) -> None:
     if base is None:
         mark_requires_grad(t, node, 0)
         return
-    geometry = (t._shape, t._stride, t._offset - base._offset)
+    real_part = base._dtype.is_complex and not t._dtype.is_complex
+    geometry = (t._shape, t._stride, t._offset - base._offset * (2 if real_part else 1))
     cs = CopySlices()
     cs.fn = node
     cs.geometry = geometry
     cs.base_stride = base._stride
-    cs.conj = t._is_conj
+    cs.conj, cs.neg, cs.real_part = t._is_conj, t._is_neg, real_part
     base_edge = gradient_edge(base) or (None, 0)
     cs.next_functions = (base_edge, *node.next_functions[1:])
     cs._in_meta = ((base._shape, base._dtype), *node._in_meta[1:])
@@ -676,7 +693,7 @@ def _rebase_history(t: Tensor, node: Node) -> None:
     view_node.geometry = geometry
     view_node.base_meta = (base._shape, base._dtype)
     view_node.base_stride = base._stride
-    view_node.conj = t._is_conj
+    view_node.conj, view_node.neg, view_node.real_part = t._is_conj, t._is_neg, real_part
     view_node.next_functions = ((cs, 0),)
     view_node._in_meta = ((base._shape, base._dtype),)
     mark_requires_grad(t, view_node, 0)
@@ -727,23 +744,23 @@ def _inplace_or_view_kernel(op, ks: int, *args, **kwargs):
             raise RuntimeError("Inplace update to inference tensor outside InferenceMode is "
                                "not allowed.You can make a clone to get a normal tensor before "
                                "doing inplace update.")
-        if self_t._is_conj:
+        if self_t._is_conj or self_t._is_neg:
             return _inplace_into_conjugated(op, ks, self_t, args, kwargs)
     return op.lookup(ks)(*args, **kwargs)
 
 
 def _inplace_into_conjugated(op, ks: int, self_t: Tensor, args, kwargs):
-    """An in-place op on a conjugated view (NOTE [The conjugation bit] in ember/tensor/tensor.py)
-    runs on a scratch copy of its values; the conjugates of the result are then stored, so the
-    view reads the result and its base changes as torch's does."""
-    from ember.tensor import empty_tensor, numpy_view, physical_view
+    """An in-place op on a view with lazy bits (NOTE [The conjugation bit], NOTE [The negative
+    bit] in ember/tensor/tensor.py) runs on a scratch copy of its values; the result is then
+    stored through the bits, so the view reads the result and its base changes as torch's
+    does."""
+    from ember.tensor import empty_tensor, numpy_view, store_resolved
     if self_t._device.type == "meta":
         return op.lookup(ks)(*args, **kwargs)
     scratch = empty_tensor(self_t._shape, self_t._dtype)
     numpy_view(scratch)[...] = numpy_view(self_t)
     op.lookup(ks)(scratch, *args[1:], **kwargs)
-    dst = physical_view(self_t)
-    dst[...] = numpy_view(scratch).conj()
+    store_resolved(self_t, numpy_view(scratch))
     self_t._ver.value += 1
     return self_t
 

@@ -419,19 +419,6 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
     return input._shape == other._shape
 
 
-# -- lazy negation (ember has no negation bit; the complex API lives in ember.ops.views) ------
-@tensor_method("is_neg")
-def is_neg(input: Tensor) -> bool:
-    """False: ember has no lazy negation bit.
-
-    Example:
-        >>> ember.is_neg(-ember.ones(1))
-        False
-    """
-    _require("is_neg", input)
-    return False
-
-
 def is_signed(input: Tensor) -> bool:
     """Whether ``input``'s dtype is signed (``torch.is_signed``).
 
@@ -454,19 +441,6 @@ def is_inference(input: Tensor) -> bool:
     """
     _require("is_inference", input)
     return input.is_inference()
-
-
-@composite("resolve_neg(Tensor(a) self) -> Tensor(a)")
-def resolve_neg(input: Tensor) -> Tensor:
-    """``input`` itself (no negation bit to materialise).
-
-    Example:
-        >>> x = ember.ones(2)
-        >>> ember.resolve_neg(x).equal(x)
-        True
-    """
-    _require("resolve_neg", input)
-    return input
 
 
 # -- small Tensor methods ---------------------------------------------------------------------
@@ -722,8 +696,7 @@ inf = math.inf
 nan = math.nan
 newaxis = None
 
-__all__ += ["is_neg", "is_signed", "is_inference",
-            "resolve_neg", "typename",
+__all__ += ["is_signed", "is_inference", "typename",
             "get_device", "unravel_index", "e", "pi", "inf", "nan", "newaxis"]
 
 

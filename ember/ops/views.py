@@ -52,6 +52,8 @@ def view_operator(schema: str, *, method: str | bool = True, tags=()):
             out._is_inference = self._is_inference
             if self._is_conj:
                 out._is_conj = True
+            if self._is_neg:
+                out._is_neg = True
             return out
 
         op.register(AliasKey.CompositeExplicitAutograd, kernel)
@@ -904,6 +906,8 @@ def detach(self: Tensor) -> Tensor:
     out._is_inference = self._is_inference
     if self._is_conj:
         out._is_conj = True
+    if self._is_neg:
+        out._is_neg = True
     return out
 
 
@@ -1054,8 +1058,8 @@ def real(input: Tensor) -> Tensor:
                         f"{type(input).__name__}")
     if not input._dtype.is_complex:
         return input
-    if input._is_conj:  # conj() of a conjugated view: its stored values, same real parts
-        input = conj(input)
+    if input._is_conj:  # the stored values: same real parts
+        input = _conj(input)
     return select(view_as_real(input), -1, 0)
 
 
@@ -1063,35 +1067,37 @@ def real(input: Tensor) -> Tensor:
 def imag(input: Tensor) -> Tensor:
     """The imaginary part of a complex tensor, as a real view (``torch.imag``).
 
-    On a tensor with the lazy conjugation bit the result is a new tensor holding the negated
-    imaginary parts (torch returns a view with its negation bit; ember has none), so in-place
-    writes to it do not reach ``input``; assigning ``input.imag = value`` does, as in torch.
+    On a tensor with the lazy conjugation bit the result is a view of the stored imaginary
+    parts with the negative bit set (``is_neg()``; NOTE [The negative bit] in
+    ember/tensor/tensor.py), as torch: it reads the negated parts, and writes through it reach
+    ``input`` with the sign applied.
 
     Raises:
         RuntimeError: ``input`` is not complex.
 
     Example:
-        >>> ember.imag(ember.tensor([1 + 2j, 3 - 4j]))
+        >>> x = ember.tensor([1 + 2j, 3 - 4j])
+        >>> ember.imag(x)
         tensor([ 2., -4.])
+        >>> y = x.conj().imag
+        >>> y, y.is_neg()
+        (tensor([-2.,  4.]), True)
+        >>> _ = y.fill_(1.0); x
+        tensor([1.-1.j, 3.-1.j])
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"imag(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     if not input._dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    if input._is_conj:
-        return -select(view_as_real(conj(input)), -1, 1)
+    if input._is_conj:  # the stored parts, read negated
+        return select(_neg_view(view_as_real(_conj(input))), -1, 1)
     return select(view_as_real(input), -1, 1)
 
 
 def _set_part(part):
     def setter(self: Tensor, value) -> None:
-        if part is imag and self._is_conj:  # stored parts are the negated ones
-            stored = select(view_as_real(conj(self)), -1, 1)
-            stored.copy_(value)
-            stored.neg_()
-            return
-        part(self).copy_(value)
+        part(self).copy_(value)  # a negative-bit part stores the negations, as torch
     return setter
 
 
@@ -1150,7 +1156,7 @@ def conj(input: Tensor) -> Tensor:
 @composite("resolve_conj(Tensor(a) self) -> Tensor(a)")
 def resolve_conj(input: Tensor) -> Tensor:
     """``input`` itself without the conjugation bit; a conjugated view is materialised into a
-    new tensor holding its values.
+    new tensor holding its values (a negative bit it also carries is resolved too, as torch).
 
     Example:
         >>> y = ember.tensor([1 + 2j]).conj()
@@ -1195,6 +1201,73 @@ def conj_physical_(input: Tensor) -> Tensor:
     if input._dtype.is_complex:
         input.copy_(_conj(input))
     return input
+
+
+# -- the negative bit (NOTE [The negative bit] in ember/tensor/tensor.py) ----------------------
+def _neg_view_doc() -> str:
+    return """A view of ``self`` with the negative bit flipped: it reads ``-self``, shares storage,
+    and writes through it store the negations (``torch._neg_view``).
+
+    Example:
+        >>> x = ember.tensor([1.0, -2.0])
+        >>> y = ember._neg_view(x)
+        >>> y, y.is_neg(), y.data_ptr() == x.data_ptr()
+        (tensor([-1.,  2.]), True, True)
+    """
+
+
+@_dtype_view_operator("_neg_view(Tensor(a) self) -> Tensor(a)", _neg_view_doc())
+def _neg_view(self: Tensor):
+    return self._shape, self._stride, self._offset, self._dtype
+
+
+def _neg_view_kernel(self: Tensor) -> Tensor:
+    out = make_view(self, self._shape, self._stride, self._offset)
+    out._is_neg = not self._is_neg
+    return out
+
+
+_neg_view.register(AliasKey.CompositeExplicitAutograd, _neg_view_kernel)
+TENSOR_METHODS["_neg_view"] = _neg_view
+
+
+@derivative(_neg_view)
+def _neg_view_backward(ctx, grad):
+    return grad.neg()
+
+
+@composite("resolve_neg(Tensor(a) self) -> Tensor(a)")
+def resolve_neg(input: Tensor) -> Tensor:
+    """``input`` itself without the negative bit; a view with the bit is materialised into a
+    new tensor holding its values (a conjugation bit it also carries is resolved too, as torch).
+
+    Example:
+        >>> y = ember.tensor([1 + 2j, 3 - 4j]).conj().imag
+        >>> z = y.resolve_neg()
+        >>> z, z.is_neg(), y.is_neg()
+        (tensor([-2.,  4.]), False, True)
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"resolve_neg(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not input._is_neg:
+        return input
+    return input.clone()
+
+
+@tensor_method("is_neg")
+def is_neg(input: Tensor) -> bool:
+    """Whether ``input`` is a lazily negated view (its negative bit).
+
+    Example:
+        >>> x = ember.tensor([1 + 2j])
+        >>> ember.is_neg(x), ember.is_neg(x.conj().imag), ember.is_neg(x.conj().real)
+        (False, True, False)
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_neg(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input._is_neg
 
 
 @tensor_method("is_conj")
@@ -1247,4 +1320,5 @@ def _cdouble(self: Tensor) -> Tensor:
     return self.to(dt.complex128)
 
 
-__all__ += ["conj", "resolve_conj", "conj_physical", "conj_physical_", "is_conj", "is_complex"]
+__all__ += ["conj", "resolve_conj", "conj_physical", "conj_physical_", "is_conj", "is_complex",
+            "_neg_view", "resolve_neg", "is_neg"]

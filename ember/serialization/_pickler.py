@@ -123,6 +123,8 @@ class CheckpointPickler(pickle._Pickler):
             return (_REBUILD_META, (t.dtype, tuple(t.shape), tuple(t.stride()), rg))
         ref = self._ref(t.untyped_storage(), t.dtype)
         args = (ref, t.storage_offset(), tuple(t.shape), tuple(t.stride()), rg, OrderedDict())
-        if t._is_conj:  # torch's tensor metadata: the stored values, read conjugated
-            args += ({"conj": True},)
+        # torch's tensor metadata: the stored values, read conjugated and/or negated
+        bits = {k: True for k, on in (("conj", t._is_conj), ("neg", t._is_neg)) if on}
+        if bits:
+            args += (bits,)
         return (_REBUILD_V2, args)

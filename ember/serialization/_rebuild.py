@@ -150,14 +150,17 @@ def rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, back
 
 
 def _with_metadata(t: Tensor, metadata) -> Tensor:
-    """Apply torch's tensor metadata (``{"conj": True}`` for a conjugated view)."""
+    """Apply torch's tensor metadata (``{"conj": True}`` for a conjugated view, ``{"neg":
+    True}`` for one with the negative bit)."""
     if metadata is None:
         return t
     if not isinstance(metadata, dict) or not set(metadata) <= {"conj", "neg"}:
         raise _bad(f"unsupported tensor metadata {metadata!r}")
-    if metadata.get("neg"):
-        raise _bad("a tensor with torch's negation bit cannot be loaded (ember has none)")
-    if metadata.get("conj"):
+    if _bool(metadata.get("neg", False), "neg"):
+        if t._dtype is dt.bool_:
+            raise _bad("the negative bit is set on a bool tensor")
+        t._is_neg = True
+    if _bool(metadata.get("conj", False), "conj"):
         if not t._dtype.is_complex:
             raise _bad("the conjugation bit is set on a non-complex tensor")
         t._is_conj = True

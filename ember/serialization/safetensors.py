@@ -69,6 +69,9 @@ def _check_tensors(tensors: dict) -> None:
         if t.is_conj():
             raise ValueError(f"safetensors.save: {name!r} is a conjugated view; call "
                              "resolve_conj() before saving")
+        if t.is_neg():  # the format has no negative bit (safetensors.torch drops it)
+            raise ValueError(f"safetensors.save: {name!r} has the negative bit set; call "
+                             "resolve_neg() before saving")
         if not t.is_contiguous():
             raise ValueError(
                 f"You are trying to save a non contiguous tensor: `{name}` which is not allowed. "

@@ -10,7 +10,9 @@ from ember.tensor.tensor import (
     make_view,
     numpy_view,
     physical_view,
+    store_resolved,
 )
 
 __all__ = ["Size", "Tensor", "VersionCounter", "empty_tensor", "from_numpy", "make_tensor",
-           "make_view", "numpy_view", "physical_view"]
+           "make_view", "numpy_view", "physical_view",
+           "store_resolved"]

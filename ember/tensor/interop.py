@@ -192,6 +192,8 @@ def to_dlpack(tensor, **kwargs):
 
     Raises:
         RuntimeError: the tensor requires grad, or lives on a device without data (meta).
+        BufferError: the tensor has the conjugate or negative bit set (torch refuses the
+            former; ember refuses both rather than export stored values that read otherwise).
     """
     from ember.tensor.tensor import user_array
     if tensor._requires_grad:
@@ -199,6 +201,9 @@ def to_dlpack(tensor, **kwargs):
     if tensor._device.type != "cpu":
         raise RuntimeError(f"to_dlpack: only cpu tensors can be exported; got a "
                            f"{tensor._device.type} tensor")
+    if tensor._is_conj or tensor._is_neg:  # DLPack has no bits: the stored values would leak
+        raise BufferError("Can't export tensors with the "
+                          f"{'conjugate' if tensor._is_conj else 'negative'} bit set")
     kwargs.pop("stream", None)
     arr = user_array(tensor)  # its base holds the storage: the block outlives the capsule's use
     if tensor._dtype is not dt.bfloat16:

@@ -26,7 +26,7 @@ from ember.memory.devices import get_backend, guard_state
 from ember.memory.storage import Storage, export_array, new_cpu_array
 
 __all__ = ["Tensor", "Size", "VersionCounter", "make_tensor", "empty_tensor", "make_view",
-           "from_numpy", "numpy_view", "physical_view"]
+           "from_numpy", "numpy_view", "physical_view", "store_resolved"]
 
 
 class Size(tuple):
@@ -112,6 +112,7 @@ class Tensor:
     _post_hooks = None
     _creation_meta = 0  # 1: output of a multi-view op, 2: view made in no_grad mode
     _is_conj = False  # NOTE [The conjugation bit]
+    _is_neg = False  # NOTE [The negative bit]
 
     def __new__(cls, *args, **kwargs):
         if not args and not kwargs:
@@ -438,6 +439,8 @@ class Tensor:
         out._is_inference = self._is_inference
         if self._is_conj:
             out._is_conj = True
+        if self._is_neg:
+            out._is_neg = True
         return out
 
     @data.setter
@@ -559,14 +562,14 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if self._is_conj:
+        if self._is_conj or self._is_neg:
             if not force:
-                raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
-                                   "Use tensor.resolve_conj().numpy() instead.")
+                _refuse_bits(self)
             return numpy_view(self)
         return user_array(self)
 
     def __array__(self, dtype=None, copy=None):
+        _refuse_bits(self)
         arr = user_array(self)
         return arr if dtype is None else arr.astype(dtype)
 
@@ -758,7 +761,19 @@ def make_view(src: Tensor, shape: tuple, stride: tuple, offset: int,
     out._is_inference = src._is_inference
     if src._is_conj:
         out._is_conj = True
+    if src._is_neg:
+        out._is_neg = True
     return out
+
+
+def _refuse_bits(t: Tensor) -> None:
+    """torch's ``numpy()`` refusal of a tensor whose values are not its stored ones."""
+    if t._is_conj:
+        raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
+                           "Use tensor.resolve_conj().numpy() instead.")
+    if t._is_neg:
+        raise RuntimeError("Can't call numpy() on Tensor that has negative bit set. "
+                           "Use tensor.resolve_neg().numpy() instead.")
 
 
 # NOTE [The conjugation bit]
@@ -768,6 +783,15 @@ def make_view(src: Tensor, shape: tuple, stride: tuple, offset: int,
 # conjugated copy (never cached, so it is fresh whenever read) and kernels that write into a
 # tensor with the bit write the conjugates (``copy_``; in-place ops go through it). Real
 # tensors never carry the bit, and the cached-array fast path below never reads it.
+
+# NOTE [The negative bit]
+# torch's second lazy bit: a view whose values read as the negations of what is stored
+# (``_neg_view``). ``x.conj().imag`` is such a view of ``x``'s imaginary parts, which is how
+# writes through it reach ``x`` with the sign applied. It is built exactly like the
+# conjugation bit (``_is_neg`` in the instance dict, inherited by views, resolved by
+# ``numpy_view``, honoured by writers through ``physical_view``) and composes with it: a
+# complex tensor may carry both, and then reads ``-conj(stored)``. Any dtype but bool may carry
+# it (uint8 wraps, as torch's negation does).
 
 
 def numpy_view(t: Tensor) -> np.ndarray:
@@ -796,26 +820,50 @@ def numpy_view(t: Tensor) -> np.ndarray:
             else:
                 arr = get_backend(dev.type).as_array(t._storage._buf, shape, t._dtype.np,
                                                      t._offset * item, tuple(strides))
-        if t._is_conj:
-            out = np.conjugate(arr, out=np.empty(arr.shape, arr.dtype))
-            out.flags.writeable = False  # a write here would be lost: writers use physical_view
-            return out
+        if t._is_conj or t._is_neg:
+            return _resolved(arr, t._is_conj, t._is_neg)
         t._arr = arr
     return arr
 
 
+def _resolved(arr, conj: bool, neg: bool):
+    """A fresh read-only array of the values a tensor with these bits reads."""
+    if neg and arr.dtype == np.bool_:
+        raise NotImplementedError("\"neg_cpu\" not implemented for 'Bool'")
+    out = np.empty(arr.shape, arr.dtype) if isinstance(arr, np.ndarray) else arr.copy()
+    if conj:
+        np.conjugate(arr, out=out)
+    if neg:
+        np.negative(out if conj else arr, out=out)
+    if isinstance(out, np.ndarray):
+        out.flags.writeable = False  # a write here would be lost: writers use physical_view
+    return out
+
+
 def physical_view(t: Tensor) -> np.ndarray:
-    """The array over ``t``'s memory as stored, ignoring the conjugation bit (writers of
-    conjugated views use it; NOTE [The conjugation bit])."""
-    if not t._is_conj:
+    """The array over ``t``'s memory as stored, ignoring the conjugation and negative bits
+    (writers of such views use it; NOTE [The conjugation bit], NOTE [The negative bit])."""
+    conj, neg = t._is_conj, t._is_neg
+    if not conj and not neg:
         return numpy_view(t)
-    t.__dict__["_is_conj"] = False
+    d = t.__dict__
+    d["_is_conj"] = d["_is_neg"] = False
     try:
         arr = numpy_view(t)
     finally:
         t._arr = None
-        t.__dict__["_is_conj"] = True
+        d["_is_conj"], d["_is_neg"] = conj, neg
     return arr
+
+
+def store_resolved(t: Tensor, values) -> None:
+    """Write ``values`` (what ``t`` should read) into ``t``'s memory, undoing its bits."""
+    dst = physical_view(t)
+    if t._is_conj:
+        values = np.conjugate(values)
+    if t._is_neg:
+        values = np.negative(values)
+    dst[...] = values
 
 
 array_view = numpy_view  # the device-neutral name

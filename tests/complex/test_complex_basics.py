@@ -29,7 +29,8 @@ def _pair(name: str, shape=(3, 4)):
 def _same(e: ember.Tensor, t: torch.Tensor) -> None:
     assert str(e.dtype).replace("ember.", "torch.") == str(t.dtype)
     assert tuple(e.shape) == tuple(t.shape)
-    np.testing.assert_array_equal(e.resolve_conj().numpy(), t.resolve_conj().resolve_neg().numpy())
+    np.testing.assert_array_equal(e.resolve_conj().resolve_neg().numpy(),
+                                  t.resolve_conj().resolve_neg().numpy())
 
 
 # -- creation and printing ------------------------------------------------------------------

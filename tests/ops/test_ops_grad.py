@@ -90,7 +90,7 @@ def _compare_sample(info, sample):
                 f"{sample!r}: grad {i} is None on one side and nonzero on the other"
             continue
         assert tuple(eg.shape) == tuple(tg.shape), f"{sample!r}: grad {i} shape"
-        np.testing.assert_allclose(eg.detach().resolve_conj().numpy(),
+        np.testing.assert_allclose(eg.detach().resolve_conj().resolve_neg().numpy(),
                                    tg.detach().resolve_conj().resolve_neg().numpy(), rtol=1e-6,
                                    atol=1e-8, err_msg=f"{sample!r}: grad {i}")
     return True
