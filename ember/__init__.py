@@ -87,6 +87,7 @@ from ember.ops.linalg_composites import *  # noqa: F403
 from ember.ops.linalg_factor import *  # noqa: F403
 from ember.ops.nn_ops import *  # noqa: F403
 from ember.ops.numeric import *  # noqa: F403
+from ember.ops.optimizer_steps import _fused_adam_, _fused_adamw_, _fused_sgd_  # noqa: F401
 from ember.ops.pointwise import *  # noqa: F403
 from ember.ops.pooling import *  # noqa: F403
 from ember.ops.random import *  # noqa: F403

@@ -27,6 +27,7 @@ FAMILIES = (
     "linalg_factor",
     "nn_ops",
     "numeric",
+    "optimizer_steps",
     "pointwise",
     "pooling",
     "random",

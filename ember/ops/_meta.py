@@ -52,6 +52,8 @@ def meta_kernel(op):
 
     def kernel(*args, **kwargs):
         spec = rule(*args, **kwargs)
+        if spec is None:            # an operator without outputs (``-> ()``)
+            return None
         if mutates_self:
             args[0]._ver.value += 1
             return args[0]

@@ -8,12 +8,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from ember.ops.creation import zeros_like
+from ember.ops.optimizer_steps import _fused_adam_, _fused_adamw_
 from ember.ops.pointwise import maximum
 from ember.optim.optimizer import (
     _Algorithm,
     adam_moments,
     apply_weight_decay,
     check_betas,
+    check_fused_params,
     check_lr,
     check_nonneg,
     descent_grad,
@@ -71,12 +73,18 @@ class Adam(_Algorithm):
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
 
+    _fused_op = _fused_adam_
+
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, wd, eps = scalar(group["lr"]), group["weight_decay"], group["eps"]
         beta1, beta2 = (scalar(b) for b in group["betas"])
         amsgrad, maximize = group["amsgrad"], group["maximize"]
         decoupled = group["decoupled_weight_decay"]
         extra = {"max_exp_avg_sq": zeros_like} if amsgrad else {}
+        if group.get("fused"):
+            self._fused_step(params, lr, wd, eps, beta1, beta2, amsgrad, maximize, decoupled,
+                             extra)
+            return
         for p in params:
             state = self._lazy_state(p, exp_avg=zeros_like, exp_avg_sq=zeros_like, **extra)
             g = descent_grad(p, maximize)
@@ -91,6 +99,28 @@ class Adam(_Algorithm):
                 v = maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
             denom = (v.sqrt() / bias_correction2_sqrt).add_(eps)
             p.addcdiv_(m, denom, value=-step_size)
+
+    def _fused_step(self, params, lr, wd, eps, beta1, beta2, amsgrad, maximize, decoupled,
+                    extra) -> None:
+        """One ``_fused_adam(w)_`` call for the group; a skipped step (GradScaler's
+        ``found_inf``) takes its step count back, as torch's fused path does."""
+        check_fused_params(params)
+        states = [self._lazy_state(p, exp_avg=zeros_like, exp_avg_sq=zeros_like, **extra)
+                  for p in params]
+        steps = [s["step"] for s in states]
+        for t in steps:
+            t += 1
+        grad_scale = getattr(self, "grad_scale", None)
+        found_inf = getattr(self, "found_inf", None)
+        op = _fused_adamw_ if decoupled else _fused_adam_
+        op(params, [p.grad for p in params], [s["exp_avg"] for s in states],
+           [s["exp_avg_sq"] for s in states],
+           [s["max_exp_avg_sq"] for s in states] if amsgrad else [], steps, lr=lr,
+           beta1=beta1, beta2=beta2, weight_decay=wd, eps=eps, amsgrad=amsgrad,
+           maximize=maximize, grad_scale=grad_scale, found_inf=found_inf)
+        if found_inf is not None:
+            for t in steps:
+                t -= found_inf
 
 
 class AdamW(Adam):

@@ -482,12 +482,21 @@ class _Algorithm(Optimizer):
     """A built-in optimizer: ``step`` runs the closure, then ``_update_group`` per group.
 
     ``foreach`` is accepted for torch compatibility (the single-tensor algorithm runs either
-    way); ``fused``, ``capturable`` and ``differentiable`` are not supported.
+    way). ``fused=True`` runs the algorithms that set ``_fused_op`` as one fused operator per
+    group (NOTE [Fused optimizer steps] in ember/ops/optimizer_steps.py); ``capturable`` and
+    ``differentiable`` are not supported.
     """
 
+    _fused_op = None
+
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
+        if defaults.get("fused"):
+            if defaults.get("differentiable"):
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if defaults.get("foreach"):
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         for flag in ("fused", "capturable", "differentiable"):
-            if defaults.get(flag):
+            if defaults.get(flag) and not (flag == "fused" and self._fused_op is not None):
                 raise NotImplementedError(
                     f"{type(self).__name__}: {flag}=True is not supported by ember.optim")
         super().__init__(params, defaults)
@@ -520,6 +529,18 @@ class _Algorithm(Optimizer):
             for key, make in init.items():
                 state[key] = make(p)
         return state
+
+
+_FUSED_DEVICES = ['mps', 'cuda', 'xpu', 'hpu', 'cpu', 'mtia', 'privateuseone']
+
+
+def check_fused_params(params: list[Tensor]) -> None:
+    """torch's check that a ``fused=True`` optimizer's parameters are floating point."""
+    for p in params:
+        if not p.is_floating_point():
+            raise RuntimeError(
+                f"`fused=True` requires all the params to be floating point Tensors of "
+                f"supported devices: {_FUSED_DEVICES} but {p.dtype} and {p.device.type}")
 
 
 def descent_grad(p: Tensor, maximize: bool) -> Tensor:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ember.optim.optimizer import _Algorithm, check_lr, check_nonneg, scalar
+from ember.ops.creation import empty_like
+from ember.ops.optimizer_steps import _fused_sgd_
+from ember.optim.optimizer import _Algorithm, check_fused_params, check_lr, check_nonneg, scalar
 from ember.tensor import Tensor
 
 __all__ = ["SGD"]
@@ -54,10 +56,15 @@ class SGD(_Algorithm):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
+    _fused_op = _fused_sgd_
+
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, wd = scalar(group["lr"]), group["weight_decay"]
         momentum, dampening = group["momentum"], group["dampening"]
         nesterov, maximize = group["nesterov"], group["maximize"]
+        if group.get("fused"):
+            self._fused_step(params, lr, wd, momentum, dampening, nesterov, maximize)
+            return
         for p in params:
             g = -p.grad if maximize else p.grad
             if wd != 0:
@@ -71,3 +78,29 @@ class SGD(_Algorithm):
                     buf.mul_(momentum).add_(g, alpha=1 - dampening)
                 g = g.add(buf, alpha=momentum) if nesterov else buf
             p.add_(g, alpha=-lr)
+
+    def _fused_step(self, params, lr, wd, momentum, dampening, nesterov, maximize) -> None:
+        """``_fused_sgd_`` for the group: one call for the parameters whose momentum buffer
+        exists and one (``is_first_step``, new uninitialised buffers the kernel fills with the
+        gradient) for those whose buffer is created now."""
+        check_fused_params(params)
+        kw = {"weight_decay": wd, "momentum": momentum, "lr": lr, "dampening": dampening,
+              "nesterov": nesterov, "maximize": maximize,
+              "grad_scale": getattr(self, "grad_scale", None),
+              "found_inf": getattr(self, "found_inf", None)}
+        if momentum == 0:
+            _fused_sgd_(params, [p.grad for p in params], [], is_first_step=False, **kw)
+            return
+        old, new = [], []
+        for p in params:
+            state = self.state[p]
+            if state.get("momentum_buffer") is None:
+                state["momentum_buffer"] = empty_like(p)
+                new.append(p)
+            else:
+                old.append(p)
+        for group, first in ((old, False), (new, True)):
+            if group:
+                _fused_sgd_(group, [p.grad for p in group],
+                            [self.state[p]["momentum_buffer"] for p in group],
+                            is_first_step=first, **kw)

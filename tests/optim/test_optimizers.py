@@ -484,7 +484,9 @@ def test_retained_non_leaf_can_be_optimized():
 def test_unsupported_flags_are_refused():
     ours, _ = make_params()
     with pytest.raises(NotImplementedError, match="fused=True"):
-        optim.Adam(ours, fused=True)
+        optim.Adagrad(ours, fused=True)
+    with pytest.raises(NotImplementedError, match="capturable=True"):
+        optim.Adam(ours, capturable=True)
     optim.Adam(ours, foreach=True)  # accepted; the single-tensor algorithm runs
 
 
