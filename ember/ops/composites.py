@@ -110,7 +110,8 @@ def inner(input, other, *, out=None):
 
 @composite("dist(Tensor self, Tensor other, Scalar p=2) -> Tensor")
 def dist(input, other, p=2):
-    """The ``p``-norm of ``input - other`` (broadcast), a 0-d tensor.
+    """The ``p``-norm of ``input - other`` (broadcast), a 0-d tensor; complex inputs give the
+    real norm of the moduli, as ``torch.dist``.
 
     Example:
         >>> ember.dist(ember.tensor([0.0, 0.0]), ember.tensor([3.0, 4.0]))
@@ -119,7 +120,7 @@ def dist(input, other, p=2):
     _require("dist", input)
     _require("dist", other, "other", 2)
     diff = input - other
-    if not diff._dtype.is_floating_point:
+    if not (diff._dtype.is_floating_point or diff._dtype.is_complex):
         raise RuntimeError("norm(): input dtype should be either floating point or complex. "
                            f"Got {diff._dtype.scalar_name} instead.")
     return linalg_vector_norm(diff, p)

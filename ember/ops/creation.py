@@ -516,11 +516,39 @@ def _range_scalar(op: str, name: str, v, read: bool = True):
     return v
 
 
+def _is_complex_scalar(v) -> bool:
+    return v._dtype.is_complex if isinstance(v, Tensor) else isinstance(v, complex)
+
+
+# the C++ scalar types torch names when a complex bound does not fit a real out= tensor
+_SCALAR_CTYPE = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                 "bfloat16": "c10::BFloat16", "int64": "int64_t", "int32": "int",
+                 "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t"}
+
+
+def _imaginary(v) -> bool:
+    if isinstance(v, Tensor):
+        return v._dtype.is_complex and v._device.type != "meta" and v.imag.item() != 0
+    return isinstance(v, complex) and v.imag != 0
+
+
 def _range_spec(op: str, start, end, steps, dtype, out) -> Spec:
     _range_scalar(op, "start", start, read=False)
     _range_scalar(op, "end", end, read=False)
     if steps < 0:
         raise RuntimeError(f"{op}: number of steps must be non-negative; got {steps}")
+    if _is_complex_scalar(start) or _is_complex_scalar(end):
+        # a complex bound makes the default dtype's complex, and refuses a real dtype= (torch)
+        inferred = dt.get_default_dtype().to_complex()
+        if out is None and dtype is not None and not dtype.is_complex:
+            raise RuntimeError(f"torch.{op}(): inferred dtype "
+                               f"c10::complex<{'double' if inferred is dt.complex128 else 'float'}"
+                               f"> can't be safely cast to passed dtype {dtype.scalar_name}")
+        if out is not None and not out._dtype.is_complex and out._dtype is not dt.bool_ and \
+                (_imaginary(start) or _imaginary(end)):
+            raise RuntimeError(f"value cannot be converted to type "
+                               f"{_SCALAR_CTYPE[out._dtype.name]} without overflow")
+        dtype = dtype or (out._dtype if out is not None else inferred)
     dtype = dtype or (out._dtype if out is not None else dt.get_default_dtype())
     if dtype is dt.bool_ and steps > 1:  # torch fills 0 or 1 values without its kernel
         raise NotImplementedError(f"{op}: not implemented for 'Bool'")
@@ -534,7 +562,9 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (default dtype).
 
     Computed like torch: the first half counts up from ``start``, the second half down from
-    ``end``, so both ends are exact; integer dtypes truncate each value toward zero.
+    ``end``, so both ends are exact; integer dtypes truncate each value toward zero. A complex
+    ``start`` or ``end`` gives the default dtype's complex counterpart (complex64 under
+    float32) and refuses a real ``dtype=``, as torch.
 
     Shape: ``(steps,)``.
 
@@ -556,7 +586,8 @@ linspace.scalar = _range_scalar
          ", Tensor(a!)? out=None) -> Tensor")
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              pin_memory=None, requires_grad=False):
-    """``base ** linspace(start, end, steps)`` (torch's two-ended exponents).
+    """``base ** linspace(start, end, steps)`` (torch's two-ended exponents); complex bounds
+    or a complex ``dtype`` give ``exp(exponent * log(base))`` in that dtype, as torch.
 
     Shape: ``(steps,)``.
 

@@ -39,9 +39,13 @@ def _require_float(op: str, d: dt.DType) -> None:
 # -- softmax family -------------------------------------------------------------------------
 def _softmax_spec(op: str, input, dim, dtype) -> Spec:
     _require_tensor(op, input)
-    canonical_dim(dim, input.dim())
+    d = canonical_dim(dim, input.dim())
     out = dtype if dtype is not None else input._dtype
-    _require_float(f"{op}_lastdim_kernel_impl", out)
+    if not out.is_floating_point and input.numel():  # torch returns an empty input unchecked
+        # torch's kernel for the last dim (and 0-d/1-d inputs), its general kernel otherwise
+        kernel = f"{op}_lastdim_kernel_impl" if d == max(input.dim() - 1, 0) else \
+            f"{op}_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TN[out.name]}\'')
     return Spec(input._shape, out)
 
 

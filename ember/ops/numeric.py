@@ -33,6 +33,8 @@ from ember.ops.pointwise import (
     floor,
     gt,
     isinf,
+    isnan,
+    log,
     log1p,
     log2,
     logical_xor,
@@ -710,7 +712,25 @@ def _require_float(kernel: str, *tensors: Tensor) -> dt.DType:
     return res
 
 
+def _logaddexp_complex(a: Tensor, b: Tensor, res: dt.DType) -> Tensor:
+    """torch's complex log-add-exp: shifted by the operand of larger real part (the second on
+    ties), ``log1p(exp(min - max)) + max``; a NaN part anywhere gives NaN+NaNj; equal infinite
+    real parts give the smaller operand (-inf) or ``log(exp(min) + exp(max))`` (+inf)."""
+    a, b = a.to(res), b.to(res)
+    swap = a.real < b.real
+    lo, hi = where(swap, a, b), where(swap, b, a)
+    out = log1p(exp(lo - hi)) + hi
+    lo_re, hi_re = lo.real, hi.real
+    infinite = isinf(lo_re) & eq(lo_re, hi_re)
+    out = where(infinite & (lo_re < 0), lo, out)
+    out = where(infinite & (lo_re > 0), log(exp(lo) + exp(hi)), out)
+    nan = isnan(a.real) | isnan(a.imag) | isnan(b.real) | isnan(b.imag)
+    return where(nan, complex(math.nan, math.nan), out)
+
+
 def _logaddexp(kernel: str, a: Tensor, b: Tensor, exp_fn, scale: float) -> Tensor:
+    if kernel == "logaddexp_cpu" and result_type(a, b).is_complex:
+        return _logaddexp_complex(a, b, result_type(a, b))
     _require_float(kernel, a, b)
     big = maximum(a, b)
     # log(e^a + e^b) = max + log1p(e^-|a-b|); equal infinities would give inf - inf = nan
@@ -722,7 +742,8 @@ def _logaddexp(kernel: str, a: Tensor, b: Tensor, exp_fn, scale: float) -> Tenso
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """``log(exp(input) + exp(other))`` without overflow, elementwise with broadcasting.
 
-    Equal infinities give that infinity; nan propagates. Floating inputs only.
+    Equal infinities give that infinity; nan propagates. Floating and complex inputs (complex
+    as torch: shifted by the operand of larger real part; ``logaddexp2`` refuses complex).
 
     Raises:
         NotImplementedError: integer or bool inputs (torch's ``"logaddexp_cpu"`` message).

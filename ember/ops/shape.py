@@ -899,7 +899,10 @@ def _cross_backward(ctx, grad):
 
 # -- sorting and selection ---------------------------------------------------------------------
 def _sort_dim(self: Tensor, dim: int) -> int:
-    return canonical_dim(dim, len(self._shape))
+    d = canonical_dim(dim, len(self._shape))
+    if self._dtype.is_complex:  # torch's CPU sort has no order for complex numbers
+        raise RuntimeError(" Sort does not support complex dtypes on CPU")
+    return d
 
 
 def _keep_indices(op) -> None:
@@ -1007,6 +1010,8 @@ def topk_dim(self: Tensor, k: int, dim: int) -> int:
         raise RuntimeError("selected index k out of range")
     if self._dtype is dt.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
+    if self._dtype.is_complex:
+        raise RuntimeError(" topk does not support complex dtypes on CPU")
     return d
 
 
@@ -1049,7 +1054,7 @@ def kthvalue_dim(self: Tensor, k: int, dim: int) -> int:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    if self._dtype is dt.bool_ and self._shape:
+    if (self._dtype is dt.bool_ or self._dtype.is_complex) and self._shape:
         raise _not_implemented("kthvalue_cpu", self._dtype)
     return d
 
@@ -1095,8 +1100,16 @@ def _no_meta(name: str) -> NotImplementedError:
                                "kernel can predict it")
 
 
+def unique_dtype_check(self: Tensor) -> None:
+    """torch's unique kernels have no order for complex numbers."""
+    if self._dtype.is_complex:
+        raise _not_implemented("unique", self._dtype)
+
+
 def unique_dim_check(self: Tensor, dim: int) -> int:
     """Canonical ``dim`` for ``unique(dim=...)``/``unique_consecutive(dim=...)``."""
+    if self._dtype.is_complex:  # torch's unique kernels have no complex order (checked first)
+        raise _not_implemented("unique_dim", self._dtype)
     if not self._shape:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = canonical_dim(dim, len(self._shape))
@@ -1114,6 +1127,7 @@ _DDO = (Tag.data_dependent_output,)
 def _unique2(self: Tensor, sorted: bool = True, return_inverse: bool = False,
              return_counts: bool = False):
     """Sorted unique elements, inverse indices (input's shape) and counts of the flattened input."""
+    unique_dtype_check(self)
     raise _no_meta("_unique2")
 
 
@@ -1133,6 +1147,8 @@ def _unique_consecutive(self: Tensor, return_inverse: bool = False,
     """Collapse runs of equal consecutive elements (or slices along ``dim``)."""
     if dim is not None:
         unique_dim_check(self, dim)
+    else:
+        unique_dtype_check(self)
     raise _no_meta("unique_consecutive")
 
 

@@ -92,13 +92,22 @@ def _linspace_values(start, end, steps: int, dtype: dt.DType):
     """
     if steps == 1:
         return np.full(1, start)
-    if dtype.is_floating_point:
+    if dtype.is_floating_point or dtype.is_complex:
         c = dtype.np.type
         lo, hi = c(start), c(end)
     else:
         c = np.float64
         lo, hi = c(int(start)), c(int(end))
     i = np.arange(steps)
+    if dtype.is_complex:  # c10::complex divides and scales each part by a real number
+        r = dtype.to_real().np.type
+        with np.errstate(all="ignore"):
+            diff = hi - lo
+            step_re, step_im = diff.real / r(steps - 1), diff.imag / r(steps - 1)
+            up, down = i.astype(r), (steps - 1 - i).astype(r)
+            first = lo + (step_re * up + 1j * (step_im * up)).astype(c)
+            second = hi - (step_re * down + 1j * (step_im * down)).astype(c)
+        return np.where(i < steps // 2, first, second)
     step = (hi - lo) / c(steps - 1)
     with np.errstate(all="ignore"):
         return np.where(i < steps // 2, lo + step * i.astype(c),
@@ -110,6 +119,8 @@ def _range_kernel(op, values):
                pin_memory=None, requires_grad=False, **extra):
         spec = op.meta_rule(start, end, steps, *args, out=out, dtype=dtype, **extra)
         s, e = cr.linspace.scalar(op.name, "start", start), cr.linspace.scalar(op.name, "end", end)
+        if not spec.dtype.is_complex:  # a complex bound with no imaginary part (checked)
+            s, e = (v.real if isinstance(v, complex) else v for v in (s, e))
         t = new_output(spec.shape, spec.dtype, out)
         if steps:
             np.copyto(arr(t), values(s, e, steps, spec.dtype, *args, **extra),
@@ -120,7 +131,15 @@ def _range_kernel(op, values):
 
 
 def _logspace_values(start, end, steps: int, dtype: dt.DType, base=10.0):
-    """``base ** exponent`` in float64; exponents two-ended like linspace, stepped in float64."""
+    """``base ** exponent`` in float64; exponents two-ended like linspace, stepped in float64.
+
+    Complex dtypes step in the dtype and raise as ``std::pow(complex, complex)`` does:
+    ``exp(exponent * log(base))``."""
+    if dtype.is_complex:
+        c = dtype.np.type
+        exps = _linspace_values(start, end, steps, dtype).astype(c)
+        with np.errstate(all="ignore"):
+            return np.exp(exps * np.log(c(base)))
     if steps == 1:
         return np.power(np.float64(base), np.full(1, float(start)))
     conv = dtype.np.type if dtype.is_floating_point else int

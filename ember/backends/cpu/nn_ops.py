@@ -7,6 +7,7 @@ computes in the op-math dtype (float32 for half types) and writes a fresh contig
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -47,7 +48,12 @@ def _softmax_kernel(op, log: bool):
     def kernel(input, dim, dtype=None):
         spec = op.meta_rule(input, dim, dtype)
         c = compute_dtype(spec.dtype)
-        a = arr(input).astype(c, copy=False)
+        a = arr(input)
+        if input._dtype.is_complex and not spec.dtype.is_complex and a.size:
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          UserWarning, stacklevel=3)
+            a = a.real
+        a = a.astype(c, copy=False)
         if a.size == 0:
             return new_output(spec.shape, spec.dtype)
         axis = canonical_dim(dim, a.ndim) if a.ndim else None

@@ -288,6 +288,23 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _log1p(x):
+    """log1p; complex as c10's: the modulus's log through log1p(x (2 + x) + y^2) when
+    ``|z| < 0.5`` (exact for tiny ``z``), the angle ``atan2(y, 1 + x)``."""
+    if x.dtype.kind != "c":
+        return np.log1p(x)
+    re, im = x.real, x.imag
+    with np.errstate(all="ignore"):
+        theta = np.arctan2(im, re + 1)
+        r = re * (2 + re) + im * im
+        small = np.abs(x) < 0.5
+        modulus = np.where(small, np.where(r == 0, re, 0.5 * np.log1p(r)),
+                           np.log(np.hypot(re + 1, im)))
+    out = np.empty(x.shape, x.dtype)
+    out.real, out.imag = modulus, theta
+    return out
+
+
 def _isposinf(x):
     return np.isinf(x) & (x > 0)
 
@@ -301,7 +318,7 @@ UNARY_FNS = {
     "neg": (np.negative, True), "abs": (np.absolute, True), "sign": (_sign, False),
     "exp": (np.exp, True), "exp2": (np.exp2, True), "expm1": (np.expm1, True),
     "log": (np.log, True), "log2": (np.log2, True), "log10": (np.log10, True),
-    "log1p": (np.log1p, True), "sqrt": (np.sqrt, True),
+    "log1p": (_log1p, False), "sqrt": (np.sqrt, True),
     "rsqrt": (lambda x: 1.0 / np.sqrt(x), False), "square": (np.square, True),
     "reciprocal": (np.reciprocal, True), "sin": (np.sin, True), "cos": (np.cos, True),
     "tan": (np.tan, True), "asin": (np.arcsin, True), "acos": (np.arccos, True),

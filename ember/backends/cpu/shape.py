@@ -306,6 +306,7 @@ def _unique_rows(self: Tensor, d: int | None, sort: bool, name: str):
 
 @sh._unique2.impl("CPU")
 def _unique2_cpu(self, sorted=True, return_inverse=False, return_counts=False):
+    sh.unique_dtype_check(self)
     return _unique_rows(self, None, True, "unique")
 
 
@@ -316,6 +317,8 @@ def _unique_dim_cpu(self, dim, sorted=True, return_inverse=False, return_counts=
 
 @sh._unique_consecutive.impl("CPU")
 def _unique_consecutive_cpu(self, return_inverse=False, return_counts=False, dim=None):
+    if dim is None:
+        sh.unique_dtype_check(self)
     d = None if dim is None else sh.unique_dim_check(self, dim)
     return _unique_rows(self, d, False, "unique_consecutive")
 

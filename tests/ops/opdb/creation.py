@@ -10,6 +10,7 @@ import numpy as np
 import ember
 from tests.opinfo import (
     ALL,
+    COMPLEX,
     FLOATS,
     INTS,
     NUMERIC,
@@ -57,16 +58,41 @@ def _linspace_args(dtype):
     args = [(0, 10, 5), (0, 10, 4), (10, 0, 4), (-3, 10, 7), (1, 3, 5), (0.5, 9.9, 5),
             (-0.5, -9.9, 5), (-2.5, 7.25, 11), (0, 1, 1), (0, 1, 0),
             (ember.tensor(1.5), ember.tensor(-2.0), 6)]
+    if dtype in COMPLEX:  # complex bounds: each part stepped on its own, as c10::complex
+        args += _COMPLEX_BOUNDS
     # Long half-precision ranges would depend on torch's SIMD width (its vectorised path
     # steps from each chunk's first value); 32-bit and wider agree to tolerance regardless.
     return args + ([(-1, 1, 100), (3, -7, 1000)] if dtype not in ("float16", "bfloat16") else [])
 
 
+_COMPLEX_BOUNDS = [(0, 1 + 1j, 5), (1j, 2, 4), (-0.7 + 0.1j, 2.3 - 3.3j, 100), (2 - 1j, 2 - 1j, 3),
+                   (ember.tensor(1 + 2j), ember.tensor(-2.0 + 0j), 6), (1 + 1j, -1, 1)]
+
+
 def _logspace_args(dtype):
     if dtype in INTS:
         return [(0, 2, 3), (0, 3, 4, 2), (1, 0, 2), (0, 1, 1), (0, 2, 0)]
-    return [(0, 2, 3), (-1, 1, 5), (0, 3, 4, 2), (0.5, 1.5, 7, 3.0), (0, 1, 1, 2.0),
+    args = [(0, 2, 3), (-1, 1, 5), (0, 3, 4, 2), (0.5, 1.5, 7, 3.0), (0, 1, 1, 2.0),
             (1, -1, 10, 0.5), (0, 2, 0)]
+    if dtype in COMPLEX:  # exp(exponent * log(base)) in the complex dtype; negative bases too
+        args += [(0, 1 + 1j, 5), (1j, 2, 4, 2.0), (-0.7 + 0.1j, 1.3 - 2.3j, 30, 1.7),
+                 (0.5j, 2, 5, -2.0), (1 + 1j, -1, 1)]
+    return args
+
+
+def _complex_bound_samples(name):
+    """Complex bounds with no dtype: the default dtype's complex (complex64), as torch."""
+    def gen(dtype):
+        for args in [a[:3] for a in _COMPLEX_BOUNDS]:
+            yield SampleInput((_ref(), *args), {}, f"{name}{args}")
+    return gen
+
+
+_COMPLEX_BOUND_ERRORS = [
+    ((1j, 2, 3), {"dtype": ember.float32}, RuntimeError,
+     r"inferred dtype c10::complex<float> can't be safely cast to passed dtype Float"),
+    ((1j, 2, 3), {"dtype": ember.int64}, RuntimeError, "can't be safely cast to passed dtype Long"),
+]
 
 
 _EYE = [(3,), (2, 3), (4, 1), (0,), (3, 0), (1, 1)]
@@ -132,19 +158,27 @@ def _arange_args(dtype):
 
 
 FACTORY_OPS = [
-    OpInfo("linspace", _on("linspace"), _factory("linspace", _linspace_args), dtypes=ALL,
+    OpInfo("linspace", _on("linspace"), _factory("linspace", _linspace_args),
+           dtypes=ALL + COMPLEX,
            errors=_errors([
                ((0, 1, -1), {}, RuntimeError, "number of steps must be non-negative"),
                ((ember.tensor([0.0]), 1, 5), {}, RuntimeError, "0-dimensional"),
-               ((0, 1, 5), {"dtype": ember.bool}, NotImplementedError, "Bool")])),
+               ((0, 1, 5), {"dtype": ember.bool}, NotImplementedError, "Bool"),
+               *_COMPLEX_BOUND_ERRORS])),
+    OpInfo("linspace_complex_bounds", _on("linspace"), _complex_bound_samples("linspace"),
+           dtypes=("complex64",)),
+    OpInfo("logspace_complex_bounds", _on("logspace"), _complex_bound_samples("logspace"),
+           dtypes=("complex64",)),
     OpInfo("linspace_out", lambda lib, ref, *a, **k: lib.linspace(*a, **k),
            lambda d: (SampleInput((_ref(), 0, 1, 5), {"out": make((5,), d)}, "out"),
                       SampleInput((_ref(), 0, 1, 5), {"out": make((5,), d, layout="strided")},
                                   "out strided")),
-           dtypes=FLOATS, meta=False),
-    OpInfo("logspace", _on("logspace"), _factory("logspace", _logspace_args), dtypes=NUMERIC,
+           dtypes=FLOATS + COMPLEX, meta=False),
+    OpInfo("logspace", _on("logspace"), _factory("logspace", _logspace_args),
+           dtypes=NUMERIC + COMPLEX,
            errors=_errors([
-               ((0, 1, -1), {}, RuntimeError, "number of steps must be non-negative")])),
+               ((0, 1, -1), {}, RuntimeError, "number of steps must be non-negative"),
+               *_COMPLEX_BOUND_ERRORS])),
     OpInfo("eye", _on("eye"), _factory("eye", _EYE), dtypes=ALL,
            errors=_errors([((-1,), {}, RuntimeError, "n must be greater or equal to 0"),
                                   ((2, -1), {}, RuntimeError, "m must be greater or equal")])),

@@ -18,6 +18,7 @@ import torch
 import ember
 from tests.opinfo import (
     ALL,
+    COMPLEX,
     FLOATS,
     INTS,
     LAYOUTS,
@@ -591,22 +592,22 @@ def _sort_out(lib, x, v, i):
 
 
 _add(
-    OpInfo("sort_stable", _sort_stable, _sort_samples(SORT_KW), dtypes=ALL,
+    OpInfo("sort_stable", _sort_stable, _sort_samples(SORT_KW), dtypes=ALL + COMPLEX,
            errors=_sort_errors),
     OpInfo("sort_method_stable", lambda lib, x, **kw: x.sort(stable=True, **kw),
            _sort_samples([{"dim": 0, "descending": True}]), dtypes=("float64", "float32", "int16")),
-    OpInfo("sort", _sort_selected, _sort_samples(SORT_KW), dtypes=ALL),
+    OpInfo("sort", _sort_selected, _sort_samples(SORT_KW), dtypes=ALL + COMPLEX),
     OpInfo("sort_out", _sort_out,
            lambda dt: [SampleInput((_small_ints((4, 3), dt, "permuted"), _empty(dt),
                                     ember.empty(0, dtype=ember.int64)), {}, "out")],
-           dtypes=ALL),
+           dtypes=ALL + COMPLEX),
     OpInfo("argsort_stable", lambda lib, x, **kw: lib.argsort(x, stable=True, **kw),
-           _sort_samples(SORT_KW), dtypes=ALL),
+           _sort_samples(SORT_KW), dtypes=ALL + COMPLEX),
     OpInfo("argsort_positional", lambda lib, x: lib.argsort(x, 0, True),
            _sort_samples([{}], nan=False), dtypes=("float64", "uint8")),
-    OpInfo("msort", lambda lib, x: lib.msort(x), _sort_samples([{}]), dtypes=ALL),
+    OpInfo("msort", lambda lib, x: lib.msort(x), _sort_samples([{}]), dtypes=ALL + COMPLEX),
     OpInfo("msort_out", lambda lib, x, out: lib.msort(x, out=out),
-           lambda dt: [SampleInput((make((3, 2), dt), _empty(dt)), {}, "out")], dtypes=ALL),
+           lambda dt: [SampleInput((make((3, 2), dt), _empty(dt)), {}, "out")], dtypes=ALL + COMPLEX),
 )
 
 
@@ -674,10 +675,10 @@ def _names_check(lib, x):
 
 
 _add(
-    OpInfo("topk", _topk_selected, _topk_samples, dtypes=ALL, errors=_topk_errors),
+    OpInfo("topk", _topk_selected, _topk_samples, dtypes=ALL + COMPLEX, errors=_topk_errors),
     OpInfo("topk_unsorted", _topk_unsorted,
            _with_args([(6,), (2, 5)], [(3,)]), dtypes=NUMERIC),
-    OpInfo("kthvalue", _kth_selected, _kth_samples, dtypes=ALL,
+    OpInfo("kthvalue", _kth_selected, _kth_samples, dtypes=ALL + COMPLEX,
            errors=_kth_errors),
     OpInfo("sort_result_names", _names_check, lambda dt: [SampleInput((make((3, 4), dt),))],
            dtypes=("float64", "float32")),
@@ -734,15 +735,15 @@ def _unique_dim_errors():
 
 _add(
     OpInfo("unique", lambda lib, x, **kw: lib.unique(x, **kw),
-           _unique_samples(UNIQUE_KW, with_dim=True), dtypes=ALL, meta=False,
+           _unique_samples(UNIQUE_KW, with_dim=True), dtypes=ALL + COMPLEX, meta=False,
            errors=_unique_dim_errors),
     OpInfo("unique_method", lambda lib, x, **kw: x.unique(**kw),
-           _unique_samples([{"sorted": False, "return_inverse": True}]), dtypes=ALL,
+           _unique_samples([{"sorted": False, "return_inverse": True}]), dtypes=ALL + COMPLEX,
            meta=False),
     OpInfo("unique_nan", lambda lib, x, **kw: lib.unique(x, **kw), _unique_nan_samples,
            dtypes=FLOATS, meta=False),
     OpInfo("unique_consecutive", lambda lib, x, **kw: lib.unique_consecutive(x, **kw),
-           _unique_samples(UNIQUE_KW, with_dim=True), dtypes=ALL, meta=False,
+           _unique_samples(UNIQUE_KW, with_dim=True), dtypes=ALL + COMPLEX, meta=False,
            errors=_unique_dim_errors),
     OpInfo("unique_consecutive_nan", lambda lib, x, **kw: lib.unique_consecutive(x, **kw),
            _unique_nan_samples, dtypes=FLOATS, meta=False),

@@ -8,6 +8,7 @@ import numpy as np
 import ember
 from tests.opinfo import (
     ALL,
+    COMPLEX,
     FLOATS,
     ErrorInput,
     OpInfo,
@@ -207,10 +208,10 @@ OPS += [
            tol={"float32": (5e-5, 1e-5), "float64": (1e-9, 1e-12)}),
     OpInfo("special.softmax", lambda lib, x, dim: lib.special.softmax(x, dim),
            lambda d: [SampleInput((make((3, 4), d, layout="permuted"), dim), {}, str(dim))
-                      for dim in (0, 1)], dtypes=FLOATS[:2], tol=LOOSE),
+                      for dim in (0, 1)], dtypes=FLOATS[:2] + COMPLEX, tol=LOOSE),
     OpInfo("special.log_softmax", lambda lib, x, dim: lib.special.log_softmax(x, dim),
            lambda d: [SampleInput((make((3, 4), d, layout="strided"), dim), {}, str(dim))
-                      for dim in (0, 1)], dtypes=FLOATS[:2], tol=LOOSE),
+                      for dim in (0, 1)], dtypes=FLOATS[:2] + COMPLEX, tol=LOOSE),
     OpInfo("special.logsumexp", lambda lib, x, dim: lib.special.logsumexp(x, dim),
            lambda d: [SampleInput((make((3, 4), d), dim), {}, str(dim)) for dim in (0, 1)],
            dtypes=FLOATS[:2], tol=LOOSE),
