@@ -47,7 +47,7 @@ import operator
 from ember.autograd.function import Function
 from ember.autograd.grad_mode import _grad, enable_grad, grad_state
 from ember.compiler.graph import Graph, GraphModule, Node
-from ember.compiler.meta import MetaUnsupported, is_impure, map_args, to_meta
+from ember.compiler.meta import MetaUnsupported, is_impure, lazy_bits, map_args, to_meta
 from ember.compiler.tracing import RecordingMode, _snapshot
 from ember.core.device import CPU, META
 from ember.dispatch import Operator, Tag
@@ -373,6 +373,13 @@ def _recompute_pointwise(saved: dict, bw_nodes: set, inputs: dict, written: dict
             changed = True
 
 
+def _resolve_bits(g):
+    """``g`` without lazy bits (a conjugated or negated view becomes a tensor of its values)."""
+    if isinstance(g, Tensor) and any(lazy_bits(g)):
+        return g.clone()    # clone materialises the values, as ``resolve_conj`` does
+    return g
+
+
 class CompiledFunction(Function):
     """The autograd node of one call of a compiled training region."""
 
@@ -392,7 +399,10 @@ class CompiledFunction(Function):
     @staticmethod
     def backward(ctx, *grads):
         region = ctx.region
-        tangents = [grads[k] for k in region.diff]
+        # the backward graph was traced with plain tangents: an incoming gradient with a lazy
+        # bit (``out.conj()`` used downstream) is materialised first, since a traced
+        # ``view_as_real``/``resolve_conj`` on it would refuse or take the other branch
+        tangents = [_resolve_bits(grads[k]) for k in region.diff]
         if grad_state().enabled:        # create_graph=True: gradients that refuse a 2nd pass
             res = CompiledBackward.apply(region, *ctx.saved_tensors, *tangents)
         else:

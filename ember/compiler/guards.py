@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from ember.autograd.grad_mode import grad_state
 from ember.compiler.graph import compile_source
+from ember.compiler.meta import lazy_bits
 from ember.core import dtype as dt
 from ember.tensor import Tensor
 
@@ -28,6 +29,9 @@ __all__ = ["GuardBuilder", "GuardSet", "Check"]
 # evaluation order: cheap and likely-to-fail first
 _RANK = {"ID_MATCH": 0, "TYPE_MATCH": 1, "EQUALS": 2, "LEN": 3, "DICT_KEYS": 4,
          "MODULE_MATCH": 5, "TENSOR_MATCH": 6, "SHAPE_ENV": 7, "NO_ALIAS": 8, "GLOBAL_STATE": 9}
+
+
+_HAS_NEG_BIT = hasattr(Tensor, "_is_neg")  # NOTE [The negative bit] in ember/tensor/tensor.py
 
 
 def _grad_enabled() -> bool:
@@ -72,6 +76,11 @@ def _tensor_explain(expected: Tensor, expr: str, dynamic_dims=()):
             return f"stride mismatch: expected {expected.stride()}, actual {v.stride()}"
         if v.requires_grad != rg:
             return f"requires_grad mismatch: expected {rg}, actual {v.requires_grad}"
+        want, got = lazy_bits(expected), lazy_bits(v)
+        for name, a, b in zip(("is_conj", "is_neg"), want, got):
+            if a is not b:
+                kind = "conjugation" if name == "is_conj" else "negative"
+                return f"{kind} bit mismatch: expected {name}()={a}, actual {b}"
         return "metadata changed"
 
     return explain
@@ -114,19 +123,30 @@ class GuardBuilder:
 
     # -- guard kinds ---------------------------------------------------------------------------
     def add_tensor_match(self, expr: str, tensor: Tensor, dynamic_dims=()) -> None:
-        """TENSOR_MATCH: same type, dtype, device, shape, strides and requires_grad.
+        """TENSOR_MATCH: same type, dtype, device, shape, strides, requires_grad and lazy bits
+        (conjugation, negative: capture traces composites such as ``real`` and ``imag`` down
+        the branch the bits select; ``ember.compiler.meta.lazy_bits``).
 
         ``dynamic_dims``: dimensions whose size may vary (then strides are not compared).
         """
         cls = self._name("T")
         env = {cls: type(tensor)}
         rg = "True" if tensor.requires_grad else "False"
+        # lazy bits: real tensors never carry the conjugation bit, so only complex ones pay for
+        # that check; the negative bit (when ember has it) may sit on any dtype
+        is_conj, is_neg = lazy_bits(tensor)
+        conj = f" and v._is_conj is {is_conj}" if tensor.dtype.is_complex else ""
+        conj_desc = f" is_conj={is_conj}" if tensor.dtype.is_complex else ""
+        if _HAS_NEG_BIT:
+            conj += f" and v._is_neg is {is_neg}"
+            conj_desc += " is_neg=True" if is_neg else ""
         if not dynamic_dims:
             key = self._name("K")
             env[key] = tensor._meta_key
-            cond = f"type(v) is {cls} and v._meta_key == {key} and v.requires_grad is {rg}"
+            cond = f"type(v) is {cls} and v._meta_key == {key} and v.requires_grad is {rg}{conj}"
             desc = (f"{type(tensor).__name__} {str(tensor.dtype).removeprefix('ember.')}"
-                    f"{list(tensor.shape)} stride={tensor.stride()} requires_grad={rg}")
+                    f"{list(tensor.shape)} stride={tensor.stride()} requires_grad={rg}"
+                    f"{conj_desc}")
         else:
             d = self._name("D")
             env[d] = tensor.dtype
@@ -138,9 +158,9 @@ class GuardBuilder:
                 parts.append("v.is_contiguous()")
             else:
                 parts.append(f"v._stride == {tuple(tensor.stride())!r}")
-            cond = " and ".join(parts)
+            cond = " and ".join(parts) + conj
             shape = ["*" if i in dynamic_dims else s for i, s in enumerate(tensor.shape)]
-            desc = f"{type(tensor).__name__} {tensor.dtype} {shape} requires_grad={rg}"
+            desc = f"{type(tensor).__name__} {tensor.dtype} {shape} requires_grad={rg}{conj_desc}"
         self._add(("TENSOR_MATCH", expr), Check("TENSOR_MATCH", expr, cond, env,
                                                 _tensor_explain(tensor, expr, dynamic_dims),
                                                 desc))

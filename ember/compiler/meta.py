@@ -13,8 +13,8 @@ from ember.dispatch import Operator, Tag
 from ember.tensor import Tensor
 from ember.tensor.tensor import empty_tensor
 
-__all__ = ["MetaUnsupported", "to_meta", "run_meta", "map_args", "is_data_dependent",
-           "is_impure", "requires_grad_of"]
+__all__ = ["MetaUnsupported", "to_meta", "meta_like", "lazy_bits", "run_meta", "map_args",
+           "is_data_dependent", "is_impure", "requires_grad_of"]
 
 
 class MetaUnsupported(RuntimeError):
@@ -22,12 +22,36 @@ class MetaUnsupported(RuntimeError):
 
 
 def to_meta(t: Tensor) -> Tensor:
-    """A data-less tensor on ``meta`` with ``t``'s shape, strides, dtype and requires_grad."""
+    """A data-less tensor on ``meta`` with ``t``'s shape, strides, dtype, requires_grad (float
+    and complex tensors) and lazy bits (:func:`lazy_bits`: composites such as ``real``/``imag``
+    branch on them at trace time, so the traced graph is right for inputs that carry them;
+    guards check them)."""
     if t._device is META:
         return t
-    out = empty_tensor(t._shape, t._dtype, META, t._stride)
-    if t.requires_grad and t._dtype.is_floating_point:
+    out = meta_like(t, t._shape, t._stride)
+    if t.requires_grad and t._dtype.is_differentiable:
         out.requires_grad_(True)
+    return out
+
+
+def lazy_bits(t: Tensor) -> tuple[bool, bool]:
+    """``(is_conj, is_neg)``: the lazy bits by which a tensor's values differ from what its
+    memory stores (NOTE [The conjugation bit], NOTE [The negative bit] in
+    ember/tensor/tensor.py). Kernels see the values through ``numpy_view``; the compiler keeps
+    the bits on meta values, guards on them and never hands raw memory of such a tensor to
+    generated code."""
+    return t._is_conj, getattr(t, "_is_neg", False)
+
+
+def meta_like(t: Tensor, shape, stride) -> Tensor:
+    """A data-less ``meta`` tensor of ``shape``/``stride`` with ``t``'s dtype and lazy bits
+    (the geometry of snapshots and re-specialised values; no requires_grad)."""
+    out = empty_tensor(shape, t._dtype, META, stride)
+    conj, neg = lazy_bits(t)
+    if conj:
+        out._is_conj = True
+    if neg:
+        out._is_neg = True
     return out
 
 

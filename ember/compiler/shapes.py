@@ -341,8 +341,7 @@ def specialize(graph, values) -> object:
         ValueError: a recorded shape does not follow the symbols (see NOTE [Dynamic shapes]).
     """
     from ember.compiler.graph import Graph
-    from ember.core.device import META
-    from ember.tensor.tensor import empty_tensor
+    from ember.compiler.meta import meta_like
 
     env = {f"s{i}": v for i, v in enumerate(values)}
     g = Graph()
@@ -362,8 +361,8 @@ def specialize(graph, values) -> object:
         if n.op == "placeholder":
             val = n.val
             if isinstance(val, Tensor):
-                val = empty_tensor(tuple(_subst(s, env) for s in val._shape), val._dtype, META,
-                                   tuple(_subst(s, env) for s in val._stride))
+                val = meta_like(val, tuple(_subst(s, env) for s in val._shape),
+                                tuple(_subst(s, env) for s in val._stride))
             nn = g.placeholder(n.name, val, n.meta.get("source"))
             nn.meta["requires_grad"] = n.meta.get("requires_grad", False)
         elif n.op == "constant":
@@ -502,8 +501,7 @@ def _syms_in(x, out: list) -> None:
 
 def _perturbed(x, env: dict):
     """``x`` with its sizes evaluated at the symbol values ``env`` (meta tensors rebuilt)."""
-    from ember.core.device import META
-    from ember.tensor.tensor import empty_tensor
+    from ember.compiler.meta import meta_like
 
     if isinstance(x, SymInt):
         return eval(x.expr, {}, env)  # noqa: S307 - our own expression text
@@ -516,7 +514,7 @@ def _perturbed(x, env: dict):
             stride = symbolic_strides(shape) if x.is_contiguous() else None
             if stride is None:
                 raise ValueError("strides of a non-contiguous symbolic tensor")
-        return empty_tensor(shape, x._dtype, META, stride)
+        return meta_like(x, shape, stride)
     if isinstance(x, tuple):
         return tuple(_perturbed(a, env) for a in x)
     if isinstance(x, list):

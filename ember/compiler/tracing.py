@@ -14,11 +14,10 @@ import inspect
 import operator
 
 from ember.compiler.graph import Graph, GraphModule, Node
-from ember.compiler.meta import MetaUnsupported, map_args, to_meta
+from ember.compiler.meta import MetaUnsupported, map_args, meta_like, to_meta
 from ember.core.device import CPU, META, Device
 from ember.dispatch import DispatchMode, get_op
 from ember.tensor import Tensor
-from ember.tensor.tensor import empty_tensor
 
 __all__ = ["RecordingMode", "make_fx"]
 
@@ -116,7 +115,7 @@ class RecordingMode(DispatchMode):
 
 def _snapshot(x):
     if isinstance(x, Tensor):
-        return empty_tensor(x._shape, x._dtype, META, x._stride)
+        return meta_like(x, x._shape, x._stride)
     return x
 
 

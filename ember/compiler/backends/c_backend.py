@@ -26,6 +26,7 @@ from ember.compiler.graph import GraphModule, Node, compile_source
 from ember.compiler.lower.decomp import Lowering
 from ember.compiler.lower.ir import LNode
 from ember.compiler.lower.scheduler import schedule
+from ember.compiler.meta import lazy_bits
 from ember.tensor import Tensor
 from ember.tensor.tensor import empty_tensor, user_array
 
@@ -332,7 +333,8 @@ def _entry_checks(gm, example_inputs):
     ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for i, (_node, t) in enumerate(zip(ph, example_inputs, strict=False)):
         if isinstance(t, Tensor):
-            checks.append((i, tuple(t.shape), tuple(t.stride()), t.dtype))
+            conj, neg = lazy_bits(t)
+            checks.append((i, tuple(t.shape), tuple(t.stride()), t.dtype, conj, neg))
     return checks
 
 
@@ -376,9 +378,12 @@ def c_backend(gm: GraphModule, example_inputs):
     checks = _entry_checks(gm, example_inputs)
 
     def run(*args):
-        for i, shape, stride, dtype in checks:
+        for i, shape, stride, dtype, conj, neg in checks:
             t = args[i]
-            if t._shape != shape or t._stride != stride or t._dtype is not dtype:
+            # kernels read inputs' memory with the compiled strides: another layout, or a
+            # lazy bit (the values are not the memory), runs the numpy function
+            if t._shape != shape or t._stride != stride or t._dtype is not dtype or \
+                    t._is_conj is not conj or getattr(t, "_is_neg", False) is not neg:
                 return fallback(*args)
         return fwd(*args)
 

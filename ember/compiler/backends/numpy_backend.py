@@ -28,7 +28,7 @@ from ember.compiler.graph import (
     code_globals,
     compile_source,
 )
-from ember.compiler.meta import is_impure
+from ember.compiler.meta import is_impure, lazy_bits
 from ember.core import dtype as dt
 from ember.core.device import CPU
 from ember.core.layout import contiguous_strides
@@ -52,6 +52,15 @@ _NP_TO_DT = {np.dtype(d.np): d for d in (dt.float32, dt.float64, dt.float16, dt.
                                           dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8,
                                           dt.bool_)}
 _DT_TO_NP = frozenset(_NP_TO_DT.values())
+
+
+def _values(t: Tensor) -> np.ndarray:
+    """The array of an ember op's result: ``user_array`` (it keeps the block alive), or for a
+    tensor with a lazy bit (a conjugated or negated view) the values it reads, resolved into a
+    fresh array (``numpy_view``), never the raw stored ones."""
+    if t._is_conj or getattr(t, "_is_neg", False):
+        return numpy_view(t)
+    return user_array(t)
 
 
 def _wrap(a, npdtype):
@@ -612,7 +621,8 @@ class _Gen:
         self.lines: list[str] = []
         self.globals: dict = code_globals(self.graph)[0]
         self.globals.update(np=np, _wrap=_wrap, _nv=numpy_view, _matmul=_matmul,
-                            _empty_t=empty_tensor, _ua=user_array, _filled=_filled)
+                            _empty_t=empty_tensor, _ua=user_array, _filled=_filled,
+                            _vals=_values)
         self.arr: dict[int, str] = {}   # node -> NumPy expression name
         self.ten: dict[int, str] = {}   # node -> ember tensor expression name
         self.rendered = 0
@@ -680,8 +690,9 @@ class _Gen:
                 return x.name
             name = f"a_{x.name}"
             # an input's array may use the fast view; an ember op's result must keep its
-            # block alive through the array (NOTE [Large intermediates])
-            view = "_nv" if x.op in ("placeholder", "constant") else "_ua"
+            # block alive through the array (NOTE [Large intermediates]); both read the values
+            # of a tensor with a lazy bit (conjugated or negated view), not its memory
+            view = "_nv" if x.op in ("placeholder", "constant") else "_vals"
             self.emit(f"{name} = {view}({self.t(x)})")
             self.arr[id(x)] = name
         return name
@@ -717,8 +728,11 @@ class _Gen:
             elif node.op == "constant":
                 self.globals[node.name] = self.graph.constants[node.name]
                 self.ten[id(node)] = node.name
+                # (a constant with a lazy bit is read at each call: its resolved array is a
+                # copy, which would miss later writes to the memory it views)
                 if isinstance(self.graph.constants[node.name], Tensor) and \
-                        self.graph.constants[node.name]._device is CPU:
+                        self.graph.constants[node.name]._device is CPU and \
+                        not any(lazy_bits(self.graph.constants[node.name])):
                     self.globals[f"a_{node.name}"] = numpy_view(self.graph.constants[node.name])
                     self.arr[id(node)] = f"a_{node.name}"
             elif node.op == "call":
@@ -841,8 +855,13 @@ class _Gen:
                    for v in vals):
             return False
         # complex (and other dtypes without a rendering) stay ember ops, inputs included
-        return all(not isinstance(x.val, Tensor) or x.val.dtype in _DT_TO_NP
-                   for x in node.input_nodes())
+        if not all(not isinstance(x.val, Tensor) or x.val.dtype in _DT_TO_NP
+                   for x in node.input_nodes()):
+            return False
+        # the array of a tensor with a lazy bit is a resolved copy, taken once: where the graph
+        # writes memory in place, the ember op reads such a tensor afresh instead
+        return not self._mutates or not any(isinstance(x.val, Tensor) and any(lazy_bits(x.val))
+                                            for x in node.input_nodes())
 
     def _fallback(self, node: Node) -> None:
         label = getattr(node.target, "short_name", None) or getattr(node.target, "__name__", "fn")

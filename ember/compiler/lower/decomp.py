@@ -14,6 +14,7 @@ import operator
 
 from ember.compiler.graph import Node
 from ember.compiler.lower.ir import Expr, Layout, LNode, cast, const, contiguous_strides, load, op
+from ember.compiler.meta import lazy_bits
 from ember.core import dtype as dt
 from ember.dispatch import Operator
 from ember.tensor import Tensor
@@ -70,10 +71,13 @@ class Lowering:
         val = node.val
         if node.op == "placeholder":
             t = self.examples.get(id(node))
-            if not isinstance(t, Tensor):
+            # a conjugated or negated view: its array is a resolved copy, not its memory
+            if not isinstance(t, Tensor) or any(lazy_bits(t)):
                 raise NotLowerable
             strides = tuple(t.stride())
         elif node.op == "constant":
+            if any(lazy_bits(self.graph.constants[node.name])):
+                raise NotLowerable
             strides = tuple(self.graph.constants[node.name].stride())
         else:
             strides = contiguous_strides(val.shape)
