@@ -45,6 +45,7 @@ from ember.core.dtype import (
     DType,
     bfloat16,
     can_cast,
+    complex32,
     complex64,
     complex128,
     finfo,
@@ -87,7 +88,12 @@ from ember.ops.linalg_composites import *  # noqa: F403
 from ember.ops.linalg_factor import *  # noqa: F403
 from ember.ops.nn_ops import *  # noqa: F403
 from ember.ops.numeric import *  # noqa: F403
-from ember.ops.optimizer_steps import _fused_adam_, _fused_adamw_, _fused_sgd_  # noqa: F401
+from ember.ops.optimizer_steps import (  # noqa: F401
+    _foreach_add_,
+    _fused_adam_,
+    _fused_adamw_,
+    _fused_sgd_,
+)
 from ember.ops.pointwise import *  # noqa: F403
 from ember.ops.pooling import *  # noqa: F403
 from ember.ops.random import *  # noqa: F403
@@ -114,6 +120,7 @@ long = int64
 int = int32  # noqa: A001
 short = int16
 char = int8
+chalf = complex32
 cfloat = complex64
 cdouble = complex128
 

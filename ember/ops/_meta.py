@@ -49,11 +49,14 @@ def meta_kernel(op):
     rule = op.meta_rule
     mutates_self = op._is_inplace
     wrap = getattr(op, "result_tuple", None)
+    # ``-> ()`` operators return nothing, except in-place foreach ones: torch's binding gives
+    # back their list
+    returns_list = op.name.startswith("_foreach_")
 
     def kernel(*args, **kwargs):
         spec = rule(*args, **kwargs)
-        if spec is None:            # an operator without outputs (``-> ()``)
-            return None
+        if spec is None:
+            return args[0] if returns_list else None
         if mutates_self:
             args[0]._ver.value += 1
             return args[0]

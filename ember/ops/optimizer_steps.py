@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from ember.core import dtype as dt
 from ember.ops._define import operator
+from ember.ops._promotion import result_type
+from ember.ops.pointwise import _TN
 from ember.tensor import Tensor
 
-__all__ = ["_fused_adam_", "_fused_adamw_", "_fused_sgd_", "check_fused_lists"]
+__all__ = ["_fused_adam_", "_fused_adamw_", "_fused_sgd_", "_foreach_add_", "check_fused_lists"]
 
 _ADAM_SCHEMA = ("(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, "
                 "Tensor(d!)[] exp_avg_sqs, Tensor(e!)[] max_exp_avg_sqs, Tensor[] state_steps, *, "
@@ -149,4 +151,29 @@ def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr
         lists["momentum_buffer_list"] = momentum_buffer_list
     check_fused_lists("_fused_sgd_", self, lists)
     _check_scaler(grad_scale, found_inf)
+    return None
+
+
+@operator("_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()", method=False)
+def _foreach_add_(self, scalar):
+    """Add ``scalar`` to every tensor of ``self`` in place (``torch._foreach_add_``, what the
+    optimizers use to count steps); returns ``self`` as torch's binding does.
+
+    Raises:
+        RuntimeError: the result type cannot be cast to a tensor's dtype (torch's message).
+
+    Example:
+        >>> import ember
+        >>> steps = [ember.tensor(0.0), ember.tensor(4.0)]
+        >>> ember._foreach_add_(steps, 1)
+        [tensor(1.), tensor(5.)]
+    """
+    for t in self:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"_foreach_add_(): expected a list of Tensors, but found "
+                            f"{type(t).__name__}")
+        res = result_type(t, scalar)
+        if not dt.can_cast(res, t._dtype):
+            raise RuntimeError(f"result type {_TN[res.name]} can't be cast to the desired "
+                               f"output type {_TN[t._dtype.name]}")
     return None

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ember.ops.creation import zeros_like
-from ember.ops.optimizer_steps import _fused_adam_, _fused_adamw_
+from ember.ops.optimizer_steps import _foreach_add_, _fused_adam_, _fused_adamw_
 from ember.ops.pointwise import maximum
 from ember.optim.optimizer import (
     _Algorithm,
@@ -108,8 +108,7 @@ class Adam(_Algorithm):
         states = [self._lazy_state(p, exp_avg=zeros_like, exp_avg_sq=zeros_like, **extra)
                   for p in params]
         steps = [s["step"] for s in states]
-        for t in steps:
-            t += 1
+        _foreach_add_(steps, 1)
         grad_scale = getattr(self, "grad_scale", None)
         found_inf = getattr(self, "found_inf", None)
         op = _fused_adamw_ if decoupled else _fused_adam_

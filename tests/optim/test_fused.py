@@ -226,3 +226,18 @@ def test_fused_training_reaches_the_same_loss_as_torch():
         losses.append(run)
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)
     assert losses[0][-1] < 0.5 * losses[0][0]
+
+
+def test_foreach_add_matches_torch():
+    ours = [ember.tensor(0.0), ember.arange(3.0).t(), ember.zeros(2, dtype=ember.int64)]
+    theirs = [torch.tensor(0.0), torch.arange(3.0).t(), torch.zeros(2, dtype=torch.int64)]
+    assert ember._foreach_add_(ours, 2) is ours
+    torch._foreach_add_(theirs, 2)
+    for a, b in zip(ours, theirs):
+        assert a.tolist() == b.tolist() and str(a.dtype)[6:] == str(b.dtype)[6:]
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                               "output type Long"):
+            lib._foreach_add_([lib.zeros(2, dtype=lib.int64)], 1.5)
+    meta = [ember.zeros(2, device="meta")]
+    assert ember._foreach_add_(meta, 1) is meta

@@ -25,55 +25,58 @@ __all__ = []
 _C_DTYPES = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
 
 # flags of the C kernels
-_AMSGRAD, _MAXIMIZE, _ADAMW, _SCALED, _NESTEROV, _FIRST = 1, 2, 4, 8, 16, 32
+_MAXIMIZE, _ADAMW, _NESTEROV, _FIRST = 1, 2, 4, 8
 
+# One C function per dtype and per (amsgrad, scaled) or (momentum, scaled) pair: the branches
+# that store conditionally are decided when the code is generated, so every loop vectorizes.
 _ADAM_C = """
-void adam_{sfx}(int64_t n, {t}* restrict p, {t}* restrict g, {t}* restrict m, {t}* restrict v,
-                {t}* restrict vmax, double lr_d, double b1w_d, double b2_d, double b2w_d,
+void adam_{sfx}_{ams}{scaled}(int64_t n, {t}* restrict p, {t}* restrict g, {t}* restrict m,
+                {t}* restrict v, {t}* restrict vmax, double b1w_d, double b2_d, double b2w_d,
                 double wd_d, double decay_d, double eps_d, double step_size_d, double bc2_d,
                 double inv_scale_d, int flags) {{
     const {t} b1w = ({t})b1w_d, b2 = ({t})b2_d, b2w = ({t})b2w_d, wd = ({t})wd_d;
     const {t} decay = ({t})decay_d, eps = ({t})eps_d, neg_step = ({t})(-step_size_d);
     const {t} bc2 = ({t})bc2_d, inv_scale = ({t})inv_scale_d;
-    const int amsgrad = flags & {AMSGRAD}, maximize = flags & {MAXIMIZE};
-    const int adamw = flags & {ADAMW}, scaled = flags & {SCALED};
+    const int maximize = flags & {MAXIMIZE}, adamw = flags & {ADAMW}, decays = wd != 0;
     const int low = b1w < ({t})0.5;
     const {t} b1w_c = ({t})1 - b1w;
-    (void)lr_d;
+    (void)vmax; (void)inv_scale;
     for (int64_t i = 0; i < n; i++) {{
         {t} gi = g[i];
-        if (scaled) {{ gi = gi * inv_scale; g[i] = gi; }}
-        if (maximize) gi = -gi;
-        {t} pi = p[i];
-        if (wd != 0) {{
-            if (adamw) pi = pi * decay;
-            else gi = gi + wd * pi;
-        }}
+        if ({scaled}) {{ gi = gi * inv_scale; g[i] = gi; }}
+        gi = maximize ? -gi : gi;
+        const {t} p0 = p[i];
+        const {t} pi = (decays && adamw) ? p0 * decay : p0;
+        gi = (decays && !adamw) ? gi + wd * p0 : gi;
         const {t} mi = m[i], d = gi - mi;
         const {t} mn = low ? mi + b1w * d : gi - d * b1w_c;
         m[i] = mn;
         {t} vn = v[i] * b2;
         vn = vn + b2w * gi * gi;
         v[i] = vn;
-        if (amsgrad) {{ if (vmax[i] > vn || vmax[i] != vmax[i]) vn = vmax[i]; vmax[i] = vn; }}
+        if ({ams}) {{ const {t} x = vmax[i]; vn = (x > vn || x != x) ? x : vn; vmax[i] = vn; }}
         const {t} denom = sqrt{fn}(vn) / bc2 + eps;
         p[i] = pi + neg_step * (mn / denom);
     }}
 }}
+"""
 
-void sgd_{sfx}(int64_t n, {t}* restrict p, {t}* restrict g, {t}* restrict b, double lr_d,
-               double wd_d, double momentum_d, double damp_w_d, double inv_scale_d, int flags) {{
+_SGD_C = """
+void sgd_{sfx}_{mom}{scaled}(int64_t n, {t}* restrict p, {t}* restrict g, {t}* restrict b,
+               double lr_d, double wd_d, double momentum_d, double damp_w_d, double inv_scale_d,
+               int flags) {{
     const {t} neg_lr = ({t})(-lr_d), wd = ({t})wd_d, mom = ({t})momentum_d;
     const {t} damp_w = ({t})damp_w_d, inv_scale = ({t})inv_scale_d;
-    const int maximize = flags & {MAXIMIZE}, scaled = flags & {SCALED};
-    const int nesterov = flags & {NESTEROV}, first = flags & {FIRST};
+    const int maximize = flags & {MAXIMIZE}, nesterov = flags & {NESTEROV};
+    const int first = flags & {FIRST}, decays = wd != 0;
+    (void)b; (void)mom; (void)damp_w; (void)nesterov; (void)first; (void)inv_scale;
     for (int64_t i = 0; i < n; i++) {{
         {t} gi = g[i];
-        if (scaled) {{ gi = gi * inv_scale; g[i] = gi; }}
-        if (maximize) gi = -gi;
+        if ({scaled}) {{ gi = gi * inv_scale; g[i] = gi; }}
+        gi = maximize ? -gi : gi;
         const {t} pi = p[i];
-        if (wd != 0) gi = gi + wd * pi;
-        if (mom != 0) {{
+        gi = decays ? gi + wd * pi : gi;
+        if ({mom}) {{
             const {t} bi = first ? gi : b[i] * mom + damp_w * gi;
             b[i] = bi;
             gi = nesterov ? gi + mom * bi : bi;
@@ -83,42 +86,44 @@ void sgd_{sfx}(int64_t n, {t}* restrict p, {t}* restrict g, {t}* restrict b, dou
 }}
 """
 
+_VARIANTS = ((0, 0), (0, 1), (1, 0), (1, 1))
+
 
 @functools.lru_cache(maxsize=1)
 def _library():
     """The built C kernels, or None (no C compiler: the NumPy form runs)."""
-    flags = dict(AMSGRAD=_AMSGRAD, MAXIMIZE=_MAXIMIZE, ADAMW=_ADAMW, SCALED=_SCALED,
-                 NESTEROV=_NESTEROV, FIRST=_FIRST)
-    source = "#include <stdint.h>\n#include <math.h>\n" + "".join(
-        _ADAM_C.format(t=t, sfx=sfx, fn="f" if t == "float" else "", **flags)
-        for t, sfx in _C_DTYPES.values())
-    symbols = [f"{k}_{sfx}" for _, sfx in _C_DTYPES.values() for k in ("adam", "sgd")]
-    lib = cc.build(source, symbols, who="ember.optim (fused=True)",
+    flags = dict(MAXIMIZE=_MAXIMIZE, NESTEROV=_NESTEROV, FIRST=_FIRST)
+    parts, symbols = ["#include <stdint.h>\n#include <math.h>\n"], []
+    for t, sfx in _C_DTYPES.values():
+        for a, b in _VARIANTS:
+            parts.append(_ADAM_C.format(t=t, sfx=sfx, fn="f" if t == "float" else "", ams=a,
+                                        scaled=b, ADAMW=_ADAMW, **flags))
+            parts.append(_SGD_C.format(t=t, sfx=sfx, mom=a, scaled=b, **flags))
+            symbols += [f"adam_{sfx}_{a}{b}", f"sgd_{sfx}_{a}{b}"]
+    lib = cc.build("".join(parts), symbols, who="ember.optim (fused=True)",
                    fallback="the NumPy form of the fused step")
     if lib is None:
         return None
     d, i64, ptr = ctypes.c_double, ctypes.c_int64, ctypes.c_void_p
-    for _, sfx in _C_DTYPES.values():
-        getattr(lib, f"adam_{sfx}").argtypes = [i64, ptr, ptr, ptr, ptr, ptr] + [d] * 10 + [
-            ctypes.c_int]
-        getattr(lib, f"sgd_{sfx}").argtypes = [i64, ptr, ptr, ptr] + [d] * 5 + [ctypes.c_int]
-        getattr(lib, f"adam_{sfx}").restype = None
-        getattr(lib, f"sgd_{sfx}").restype = None
+    for name in symbols:
+        fn = getattr(lib, name)
+        fn.restype = None
+        fn.argtypes = ([i64, ptr, ptr, ptr, ptr, ptr] + [d] * 9 if name.startswith("adam")
+                       else [i64, ptr, ptr, ptr] + [d] * 5) + [ctypes.c_int]
     return lib
 
 
-def _c_kernel(name: str, arrays):
-    """The C function for these arrays, or None when they need the NumPy form."""
-    a0 = arrays[0]
-    spec = _C_DTYPES.get(a0.dtype)
-    if spec is None or not all(a.flags.c_contiguous and a.dtype == a0.dtype for a in arrays):
+_SUFFIX = {"float32": "f32", "float64": "f64"}
+
+
+def _c_kernel(name: str, tensors, variant: str):
+    """The C function for these tensors, or None when they need the NumPy form."""
+    dtype = tensors[0]._dtype
+    sfx = _SUFFIX.get(dtype.name)
+    if sfx is None or not all(t._dtype is dtype and t.is_contiguous() for t in tensors):
         return None
     lib = _library()
-    return None if lib is None else getattr(lib, f"{name}_{spec[1]}")
-
-
-def _ptr(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
+    return None if lib is None else getattr(lib, f"{name}_{sfx}_{variant}")
 
 
 def _skip(found_inf) -> bool:
@@ -185,30 +190,31 @@ def _adam(adamw: bool):
         if _skip(found_inf):
             return None
         inv_scale = _inv_scale(grad_scale)
-        flags = ((_AMSGRAD if amsgrad else 0) | (_MAXIMIZE if maximize else 0)
-                 | (_ADAMW if adamw else 0) | (_SCALED if inv_scale is not None else 0))
+        flags = (_MAXIMIZE if maximize else 0) | (_ADAMW if adamw else 0)
+        variant = f"{int(bool(amsgrad))}{int(inv_scale is not None)}"
         for k, p in enumerate(self):
             if not p.numel():
                 continue
-            step = float(arr(state_steps[k]).reshape(-1)[0])
+            step = float(arr(state_steps[k]))
             c = {"b1w": 1 - beta1, "b2": beta2, "b2w": 1 - beta2, "wd": weight_decay,
                  "decay": 1 - lr * weight_decay, "eps": eps,
                  "step_size": lr / (1 - beta1 ** step), "bc2": (1 - beta2 ** step) ** 0.5,
                  "inv_scale": 1.0 if inv_scale is None else inv_scale}
-            arrays = [arr(p), arr(grads[k]), arr(exp_avgs[k]), arr(exp_avg_sqs[k])]
+            tensors = [p, grads[k], exp_avgs[k], exp_avg_sqs[k]]
             if amsgrad:
-                arrays.append(arr(max_exp_avg_sqs[k]))
-            for t in (p, grads[k], exp_avgs[k], exp_avg_sqs[k]):
+                tensors.append(max_exp_avg_sqs[k])
+            for t in tensors[:1] + tensors[2:]:
                 t._ver.value += 1
-            if amsgrad:
-                max_exp_avg_sqs[k]._ver.value += 1
-            fn = _c_kernel("adam", arrays)
+            if inv_scale is not None:
+                grads[k]._ver.value += 1
+            fn = _c_kernel("adam", tensors, variant)
             if fn is not None:
-                vmax = _ptr(arrays[4]) if amsgrad else None
-                fn(p.numel(), *(_ptr(a) for a in arrays[:4]), vmax, lr, c["b1w"], c["b2"],
+                vmax = tensors[4].data_ptr() if amsgrad else None
+                fn(p.numel(), *(t.data_ptr() for t in tensors[:4]), vmax, c["b1w"], c["b2"],
                    c["b2w"], c["wd"], c["decay"], c["eps"], c["step_size"], c["bc2"],
                    c["inv_scale"], flags)
             else:
+                arrays = [arr(t) for t in tensors]
                 _adam_numpy(*arrays[:4], arrays[4] if amsgrad else None, c, adamw, maximize,
                             inv_scale)
         return None
@@ -255,26 +261,38 @@ def _fused_sgd(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr,
     if _skip(found_inf):
         return None
     inv_scale = _inv_scale(grad_scale)
-    flags = ((_MAXIMIZE if maximize else 0) | (_SCALED if inv_scale is not None else 0)
-             | (_NESTEROV if nesterov else 0) | (_FIRST if is_first_step else 0))
+    flags = ((_MAXIMIZE if maximize else 0) | (_NESTEROV if nesterov else 0)
+             | (_FIRST if is_first_step else 0))
+    variant = f"{int(momentum != 0)}{int(inv_scale is not None)}"
     c = {"lr": lr, "wd": weight_decay, "momentum": momentum, "damp_w": 1 - dampening,
          "inv_scale": 1.0 if inv_scale is None else inv_scale}
     for k, p in enumerate(self):
         if not p.numel():
             continue
-        arrays = [arr(p), arr(grads[k])]
-        touched = [p, grads[k]] if inv_scale is not None else [p]
+        tensors = [p, grads[k]]
         if momentum != 0:
-            arrays.append(arr(momentum_buffer_list[k]))
-            touched.append(momentum_buffer_list[k])
-        for t in touched:
-            t._ver.value += 1
-        fn = _c_kernel("sgd", arrays)
+            tensors.append(momentum_buffer_list[k])
+        for t in tensors:
+            if t is not grads[k] or inv_scale is not None:
+                t._ver.value += 1
+        fn = _c_kernel("sgd", tensors, variant)
         if fn is not None:
-            buf = _ptr(arrays[2]) if momentum != 0 else None
-            fn(p.numel(), _ptr(arrays[0]), _ptr(arrays[1]), buf, lr, weight_decay, momentum,
+            buf = tensors[2].data_ptr() if momentum != 0 else None
+            fn(p.numel(), p.data_ptr(), grads[k].data_ptr(), buf, lr, weight_decay, momentum,
                c["damp_w"], c["inv_scale"], flags)
         else:
+            arrays = [arr(t) for t in tensors]
             _sgd_numpy(arrays[0], arrays[1], arrays[2] if momentum != 0 else None, c, maximize,
                        nesterov, is_first_step, inv_scale)
     return None
+
+
+@ops._foreach_add_.impl("CPU")
+def _foreach_add(self, scalar):
+    ops._foreach_add_.meta_rule(self, scalar)
+    for t in self:
+        t._ver.value += 1
+        if t.numel():
+            a = arr(t)
+            np.add(a, scalar, out=a, casting="unsafe")
+    return self
