@@ -3,6 +3,7 @@
 
 ``cpu`` is imported by the device registry on the first CPU dispatch (NOTE [Kernels are found
 by the registry] in ember/memory/devices.py); ``autocast`` registers its policies on import.
+``mkl`` answers whether the CPU products run on MKL (``torch.backends.mkl``).
 """
 
-from ember.backends import autocast, meta  # noqa: F401  (registration happens on import)
+from ember.backends import autocast, meta, mkl  # noqa: F401  (registration happens on import)

@@ -1,7 +1,8 @@
 """Intra-op threads: ``set_num_threads``/``get_num_threads`` drive the BLAS under the kernels.
 
 ember's CPU kernels are NumPy: element-wise loops run on the calling thread, and the only
-thread pool is the BLAS library NumPy links (OpenBLAS, MKL, Accelerate). So
+thread pools are the BLAS libraries: the one NumPy links (OpenBLAS, MKL, Accelerate), and MKL
+when ember's products run on it (``ember/backends/cpu/blas.py``). So
 ``set_num_threads(n)`` sets that pool's size through ``threadpoolctl`` (it finds the loaded
 BLAS libraries and calls their own setters, e.g. ``openblas_set_num_threads``), and
 ``get_num_threads()`` reads NumPy's BLAS back. ember has no inter-op pool; the inter-op
@@ -14,6 +15,7 @@ __all__ = ["set_num_threads", "get_num_threads", "set_num_interop_threads",
            "get_num_interop_threads"]
 
 _interop: list[int | None] = [None]
+_intra: list[int | None] = [None]  # the last set_num_threads, for a BLAS loaded later
 
 
 def _check(fn: str, n) -> int:
@@ -46,6 +48,13 @@ def set_num_threads(n: int) -> None:
     import threadpoolctl
 
     threadpoolctl.threadpool_limits(limits=_check("set_num_threads", n), user_api="blas")
+    _intra[0] = n
+
+
+def requested() -> int | None:
+    """The count of the last ``set_num_threads`` call, or None: a BLAS loaded afterwards
+    (MKL, NOTE [GEMM provider] in ember/backends/cpu/blas.py) starts with it."""
+    return _intra[0]
 
 
 def get_num_threads() -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.backends.cpu import blas as _blas
 from ember.backends.cpu._util import arr, compute_dtype, new_output, run_ufunc
 from ember.backends.cpu._xp import cast, from_host, module_of, to_host
 from ember.core import dtype as dt
@@ -39,10 +40,12 @@ def _outs(specs, out) -> tuple:
 
 
 # -- products ----------------------------------------------------------------------------------
-def _product_into(x: np.ndarray, y: np.ndarray, o: Tensor, prod=np.matmul) -> Tensor:
-    """``prod(x, y)`` written into ``o``: straight into its memory when dtypes allow."""
+def _product_into(x: np.ndarray, y: np.ndarray, o: Tensor) -> Tensor:
+    """``x @ y`` written into ``o``: straight into its memory when dtypes allow. Every product
+    is ``blas.gemm`` (MKL when installed, else ``np.matmul``: NOTE [GEMM provider])."""
     dst = arr(o)
-    if prod is np.matmul and x.ndim > 2 and y.ndim == 2 and dst.flags.c_contiguous:
+    gemm = _blas.gemm
+    if x.ndim > 2 and y.ndim == 2 and dst.flags.c_contiguous:
         # NOTE [Batched times matrix]: NumPy's batched matmul loops without BLAS when an
         # operand is strided (a transposed weight); one 2-D GEMM over the flattened batch is
         # 50-100x faster and gives the same values.
@@ -50,14 +53,14 @@ def _product_into(x: np.ndarray, y: np.ndarray, o: Tensor, prod=np.matmul) -> Te
         flat = dst.reshape(rows, dst.shape[-1])
         x2 = x.reshape(rows, x.shape[-1])
         if dst.dtype == x.dtype:
-            np.matmul(x2, y, out=flat)
+            gemm(x2, y, flat)
         else:
-            np.copyto(flat, np.matmul(x2, y), casting="unsafe")
+            np.copyto(flat, gemm(x2, y), casting="unsafe")
         return o
     if dst.dtype == x.dtype and dst.ndim:
-        prod(x, y, out=dst)
+        gemm(x, y, dst)
     else:
-        np.copyto(dst, prod(x, y), casting="unsafe")
+        np.copyto(dst, gemm(x, y), casting="unsafe")
     return o
 
 
@@ -101,14 +104,18 @@ def _kron(input, other, *, out=None):
     return _land(np.kron(_in(input, c), _in(other, c)), _out(spec, out, "kron"))
 
 
+def _gemm_product(x, y, out=None):
+    return _blas.gemm(x, y, out)
+
+
 def _addbmm_product(x, y, out=None):
     b, n, k = x.shape
     # (b, n, k) -> (n, b*k) against (b*k, p): one GEMM sums over the batch
-    return np.matmul(x.transpose(1, 0, 2).reshape(n, b * k), y.reshape(b * k, y.shape[2]),
-                     out=out)
+    return _blas.gemm(x.transpose(1, 0, 2).reshape(n, b * k), y.reshape(b * k, y.shape[2]),
+                      out)
 
 
-FUSED_PRODUCTS = {"addmm": np.matmul, "addmv": np.matmul, "baddbmm": np.matmul,
+FUSED_PRODUCTS = {"addmm": _gemm_product, "addmv": _gemm_product, "baddbmm": _gemm_product,
                   "addbmm": _addbmm_product}
 
 

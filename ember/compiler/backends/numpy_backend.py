@@ -18,6 +18,7 @@ import operator
 
 import numpy as np
 
+from ember.backends.cpu import blas
 from ember.backends.cpu._util import _IGNORE, _reset_errstate, _set_errstate
 from ember.compiler.backends import register_backend
 from ember.compiler.graph import (
@@ -353,12 +354,13 @@ def _matmul_rule(g, node, b):
 
 
 def _matmul(x, y, out):
-    """``np.matmul`` into ``out``, the batched-times-matrix case as one GEMM (NOTE [Batched
-    times matrix] in ember/backends/cpu/linalg.py): NumPy loops without BLAS otherwise."""
+    """``x @ y`` into ``out`` through the eager kernels' GEMM (``blas.gemm``: MKL or NumPy,
+    NOTE [GEMM provider]), so compiled products round as eager ones; the batched-times-matrix
+    case as one GEMM (NOTE [Batched times matrix] in ember/backends/cpu/linalg.py)."""
     if x.ndim > 2 and y.ndim == 2 and out.flags.c_contiguous:
-        np.matmul(x.reshape(-1, x.shape[-1]), y, out=out.reshape(-1, y.shape[-1]))
+        blas.gemm(x.reshape(-1, x.shape[-1]), y, out.reshape(-1, y.shape[-1]))
     else:
-        np.matmul(x, y, out=out)
+        blas.gemm(x, y, out)
 
 
 @rule("addmm")
@@ -366,7 +368,7 @@ def _addmm(g, node, b):
     s, m1, m2 = b["self"], b["mat1"], b["mat2"]
     if not _same_float(node, s, m1, m2) or b["beta"] != 1 or b["alpha"] != 1:
         return None
-    return Steps([f"np.matmul({g.a(m1)}, {g.a(m2)}, out={{o}})",
+    return Steps([f"_matmul({g.a(m1)}, {g.a(m2)}, {{o}})",
                   f"np.add({{o}}, {g.a(s)}, out={{o}})"], inplace_ok=False)
 
 
