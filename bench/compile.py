@@ -16,8 +16,9 @@ the best-of-N timing loop. torch.compile needs a C++ compiler; where it fails th
 ``--train`` times training steps (forward, backward, optimizer step, zero_grad): the MLP
 784-512-512-10 batch 128 with SGD, or the char-GPT (4 layers, d 128, T 64, batch 16, dropout
 0 as ``make demo``) with AdamW; ember eager, ember compiled (forward + backward compiled as
-one training region, NumPy and C backends; the optimizer runs eagerly), torch eager and
-torch.compile of the model. Then ember's compile time of the step: a fresh process with an
+one training region, NumPy and C backends; the optimizer runs eagerly), the C backend with
+``fused=True`` (one fused optimizer operator per step), torch eager with its default
+optimizer and with ``fused=True``, and torch.compile of the model. Then ember's compile time of the step: a fresh process with an
 empty ``EMBER_CACHE_DIR`` (cold), and a second fresh process with the same directory (the C
 kernels come from the disk cache).
 """
@@ -301,8 +302,8 @@ def _ember_task(which: str):
         def loss_fn(x, y):
             return F.cross_entropy(model(x), y)
 
-        def opt(params):
-            return ember.optim.SGD(params, lr=0.01)
+        def opt(params, **kw):
+            return ember.optim.SGD(params, lr=0.01, **kw)
     else:
         from ember.examples.gpt import GPT, GPTConfig
 
@@ -313,8 +314,8 @@ def _ember_task(which: str):
         def loss_fn(x, y):
             return model(x, y)[1]
 
-        def opt(params):
-            return ember.optim.AdamW(params, lr=1e-3)
+        def opt(params, **kw):
+            return ember.optim.AdamW(params, lr=1e-3, **kw)
     model.train()
     return model, opt, loss_fn, batch
 
@@ -335,8 +336,8 @@ def _torch_task(which: str, model, torch):
         def loss_fn(m, x, y):
             return tf.cross_entropy(m(x), y)
 
-        def opt(params):
-            return torch.optim.SGD(params, lr=0.01)
+        def opt(params, **kw):
+            return torch.optim.SGD(params, lr=0.01, **kw)
     else:
         tm = _torch_gpt(model, torch)
 
@@ -344,8 +345,8 @@ def _torch_task(which: str, model, torch):
             logits = m(x)
             return tf.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
 
-        def opt(params):
-            return torch.optim.AdamW(params, lr=1e-3)
+        def opt(params, **kw):
+            return torch.optim.AdamW(params, lr=1e-3, **kw)
     tm.train()
     return tm, opt, loss_fn
 
@@ -373,10 +374,16 @@ def run_train(which: str, repeat: int, use_torch_compile: bool) -> None:
         m, o, lf, b = _ember_task(which)
         variants[f"ember compiled ({backend})"] = _step_fn(
             ember.compile(lf, backend=backend), o(m.parameters()), b)
+    m, o, lf, b = _ember_task(which)
+    variants["ember compiled (c) + fused opt"] = _step_fn(
+        ember.compile(lf, backend="c"), o(m.parameters(), fused=True), b)
     tbatch = tuple(torch.from_numpy(t.numpy().copy()) for t in batch)
     tm, topt, tloss = _torch_task(which, model, torch)
     variants["torch eager"] = _step_fn(lambda x, y: tloss(tm, x, y), topt(tm.parameters()),
                                        tbatch)
+    tm3, topt3, tloss3 = _torch_task(which, model, torch)
+    variants["torch eager + fused opt"] = _step_fn(lambda x, y: tloss3(tm3, x, y),
+                                                   topt3(tm3.parameters(), fused=True), tbatch)
     if use_torch_compile:
         tm2, topt2, tloss2 = _torch_task(which, model, torch)
         ctm = torch.compile(tm2)
