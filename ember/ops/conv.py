@@ -274,6 +274,8 @@ def _convolution_backward(ctx, grad):
         return (x.new_zeros(x._shape) if needs[0] else None,
                 w.new_zeros(w._shape) if needs[1] else None,
                 *((gb if needs[2] else None,) if len(needs) == 3 else ()))
+    # complex: each gradient pairs grad with the other operand conjugated (torch's convention)
+    x, w = (v.conj_physical() if v._dtype.is_complex else v for v in (x, w))
     gx = _conv_input_grad(grad, w, x._shape, *args, ctx.groups, t) if needs[0] else None
     gw = None
     if needs[1]:

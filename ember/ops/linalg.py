@@ -721,6 +721,8 @@ def _kron_backward(ctx, grad):
     la, lb = string.ascii_letters[:n], string.ascii_letters[n:2 * n]
     gl = "".join(x + y for x, y in zip(la, lb))
     need_a, need_b = ctx.needs_input_grad
+    # the other factor conjugated (complex gradients by torch's convention)
+    a, b = (t.conj_physical() if t.is_complex() else t for t in (a, b))
     ga = einsum(f"{gl},{lb}->{la}", g, b.to(grad.dtype).reshape(sb)) if need_a else None
     gb = einsum(f"{gl},{la}->{lb}", g, a.to(grad.dtype).reshape(sa)) if need_b else None
     return (None if ga is None else ga.reshape(a.shape),
@@ -960,8 +962,8 @@ def einsum(equation, *operands):
     for t in ops[1:]:
         if t._dtype is not d:
             raise RuntimeError(f"expected scalar type {_tn(ops[0])} but found {_tn(t)}")
-    if d.category != dt.FLOATING and plan.sums_alone:
-        d = dt.int64
+    if d.category != dt.FLOATING and not d.is_complex and plan.sums_alone:
+        d = dt.int64  # an integer sum widens, as torch's sum
     elif d is dt.bool_ and plan.contracts and math.prod(plan.shape):
         raise _not_implemented("bmm", ops[0])
     return Spec(plan.shape, d)
@@ -1000,6 +1002,8 @@ def einsum_grads(equation: str, grad: Tensor, ops, needs) -> list:
                 have.add(c)
                 extra.append((c, _lib().ones(op.shape[pos], dtype=grad.dtype,
                                              device=grad.device)))
+        # complex operands enter conjugated (torch's convention: grad * conj(d out / d op))
+        others = [(t, o.conj_physical() if o.is_complex() else o) for t, o in others]
         parts = [(out, grad)] + others + extra
         eq = ",".join(t for t, _ in parts) + "->" + "".join(target)
         g = einsum(eq, *[o if o.dtype is grad.dtype else o.to(grad.dtype) for _, o in parts])

@@ -892,6 +892,7 @@ def _cross_backward(ctx, grad):
     if dim is None:  # the deprecated default: the first dim of size 3 of ``self``
         dim = next(i for i, s in enumerate(a.shape) if s == 3)
     need_a, need_b = ctx.needs_input_grad
+    a, b = (t.conj_physical() if t.is_complex() else t for t in (a, b))  # torch's convention
     ga = cross(b, grad, dim) if need_a else None
     gb = cross(grad, a, dim) if need_b else None
     return ga, gb

@@ -128,7 +128,7 @@ def _frombuffer_errors():
 
 OPS = [
     OpInfo("addr", _fn("addr"), _addr_samples, dtypes=ALL, tol=LOOSE, errors=_addr_errors),
-    OpInfo("inner", _fn("inner"), _inner_samples, dtypes=NUMERIC, tol=LOOSE,
+    OpInfo("inner", _fn("inner"), _inner_samples, dtypes=NUMERIC + COMPLEX, tol=LOOSE,
            errors=_inner_errors),
     OpInfo("dist", _fn("dist"), _dist_samples, dtypes=ALL + COMPLEX, tol=LOOSE),
     OpInfo("asarray", _fn("asarray"), _asarray_samples, dtypes=ALL, meta=False),
@@ -213,7 +213,8 @@ OPS += [
            lambda d: [SampleInput((make((2, 3, 4), d, layout="permuted"),), kw)
                       for kw in ({}, {"offset": 1}, {"dim1": 0, "dim2": 2})],
            dtypes=ALL, is_view=True),
-    OpInfo("linalg.cross", _linalg("cross"), _cross_samples, dtypes=FLOATS[:2] + ("int64",)),
+    OpInfo("linalg.cross", _linalg("cross"), _cross_samples,
+           dtypes=FLOATS[:2] + ("int64",) + COMPLEX),
     OpInfo("linalg.norm", _linalg("norm"), _norm_samples, dtypes=FLOATS[:2],
            tol={"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)}),
     OpInfo("linalg.vander", _linalg("vander"), _vander_samples, dtypes=FLOATS[:2] + ("int64",),

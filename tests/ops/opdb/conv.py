@@ -20,12 +20,12 @@ import ember
 import ember.nn.functional as EF
 import ember.ops.conv as C
 import ember.ops.pooling as P
-from tests.opinfo import FLOATS, ErrorInput, OpInfo, SampleInput, make
+from tests.opinfo import COMPLEX, FLOATS, ErrorInput, OpInfo, SampleInput, make
 
 LAYOUTS = ("contiguous", "permuted", "strided", "offset", "expanded")
 # torch rounds half-precision partial sums; ember accumulates in float32 and rounds once
 TOL = {"float16": (5e-3, 2e-2), "bfloat16": (3e-2, 1.5e-1), "float32": (1e-5, 1e-5),
-       "float64": (1e-10, 1e-10)}
+       "float64": (1e-10, 1e-10), "complex64": (1e-5, 1e-5), "complex128": (1e-10, 1e-10)}
 WEIGHT_LAYOUT = {"contiguous": "contiguous", "permuted": "strided", "strided": "permuted",
                  "offset": "offset", "expanded": "contiguous"}
 
@@ -761,17 +761,20 @@ def re_escape(s: str) -> str:
 
 
 OPS = [
-    OpInfo("conv1d", _conv_fn(1), _conv_samples(1), FLOATS, tol=TOL,
+    OpInfo("conv1d", _conv_fn(1), _conv_samples(1), FLOATS + COMPLEX, tol=TOL,
            errors=_conv_errors(1, "conv1d")),
-    OpInfo("conv2d", _conv_fn(2), _conv_samples(2), FLOATS, tol=TOL,
+    OpInfo("conv2d", _conv_fn(2), _conv_samples(2), FLOATS + COMPLEX, tol=TOL,
            errors=_conv_errors(2, "conv2d")),
-    OpInfo("conv_transpose1d", _conv_transpose_fn(1), _conv_transpose_samples(1), FLOATS,
+    OpInfo("conv_transpose1d", _conv_transpose_fn(1), _conv_transpose_samples(1),
+           FLOATS + COMPLEX,
            tol=TOL, errors=_conv_transpose_errors(1)),
-    OpInfo("conv_transpose2d", _conv_transpose_fn(2), _conv_transpose_samples(2), FLOATS,
+    OpInfo("conv_transpose2d", _conv_transpose_fn(2), _conv_transpose_samples(2),
+           FLOATS + COMPLEX,
            tol=TOL, errors=_conv_transpose_errors(2)),
-    OpInfo("conv3d", _conv_fn(3), _conv_samples(3), FLOATS, tol=TOL,
+    OpInfo("conv3d", _conv_fn(3), _conv_samples(3), FLOATS + COMPLEX, tol=TOL,
            errors=_conv_errors(3, "conv3d")),
-    OpInfo("conv_transpose3d", _conv_transpose_fn(3), _conv_transpose_samples(3), FLOATS,
+    OpInfo("conv_transpose3d", _conv_transpose_fn(3), _conv_transpose_samples(3),
+           FLOATS + COMPLEX,
            tol=TOL, errors=_conv_transpose_errors(3)),
     OpInfo("max_pool2d_with_indices", _max_pool_fn(2), _shaped_samples(_MAXPOOL2D, _NO_TIES),
            FLOATS, errors=_max_pool_errors),
