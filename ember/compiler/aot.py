@@ -46,6 +46,7 @@ import operator
 
 from ember.autograd.function import Function
 from ember.autograd.grad_mode import _grad, enable_grad, grad_state
+from ember.compiler.embeds import fold_embeds
 from ember.compiler.graph import Graph, GraphModule, Node
 from ember.compiler.meta import MetaUnsupported, is_impure, lazy_bits, map_args, to_meta
 from ember.compiler.tracing import RecordingMode, _snapshot
@@ -496,4 +497,5 @@ def compile_training(graph: Graph, example_inputs, backend) -> TrainingRegion:
     # backend it costs more than the memory it saves
     fused = lookup_backend(backend) is lookup_backend("c")
     fg, bg, _n_saved = partition(joint, recompute_pointwise=fused)
+    fold_embeds(bg)
     return TrainingRegion(fg, bg, joint, len(example_inputs), backend, example_inputs)
