@@ -108,15 +108,21 @@ def train(kind: str, rank: int, world: int, **ddp_kw) -> dict:
     bufs = [b.array for b in ddp.reducer.buckets]
     out["buckets_disjoint"] = np.array(all(not np.shares_memory(a, b) for i, a in enumerate(bufs)
                                            for b in bufs[i + 1:]))
+    kept = []  # each step's gradient tensors themselves: later steps must not change them
     for step in range(STEPS):
         x, y = data(kind, step, world)
         sl = slice(rank * B, (rank + 1) * B)
         opt.zero_grad()
         loss_of(kind, ddp, x[sl], y[sl]).backward()
-        out.update(arrays(f"grad{step}_", [p.grad for p in model.parameters()]))
+        kept.append([p.grad for p in model.parameters()])
+        out.update(arrays(f"grad{step}_", kept[-1]))
         opt.step()
         out.update(arrays(f"param{step}_", model.parameters()))
         out.update(arrays(f"buf{step}_", model.buffers()))
+    for step, grads in enumerate(kept):
+        out.update(arrays(f"kept{step}_", grads))
+    out["grads_not_views"] = np.array(ddp.gradient_as_bucket_view or
+                                      all(g._base is None for g in kept[-1]))
     return out
 
 

@@ -95,6 +95,28 @@ def test_buckets_reverse_registration_first_bucket_small(world1):
     assert d.reducer.bucket_indices() == [[5, 4], [3, 2], [1, 0]]
 
 
+def test_gradients_handed_over_are_their_own_tensors(world1):
+    # NOTE [DDP hand-over]: the reduced buckets become the gradients; a gradient kept from a
+    # step keeps its values through the next steps, and is not a view of anything
+    ref, m = _mlp(), _mlp()
+    d = DDP(m, bucket_cap_mb=0.0001)
+    xs = [ember.randn(5, 6, dtype=ember.float64) for _ in range(3)]
+    kept, want = [], []
+    for x in xs:
+        ref.zero_grad()
+        d.zero_grad()
+        ref(x).pow(2).sum().backward()
+        d(x).pow(2).sum().backward()
+        kept.append([p.grad for p in m.parameters()])
+        want.append([q.grad.numpy().copy() for q in ref.parameters()])
+        assert all(g._base is None for g in kept[-1])
+        buckets = [b.array for b in d.reducer.buckets]
+        assert not any(np.shares_memory(g.numpy(), a) for g in kept[-1] for a in buckets)
+    for grads, ws in zip(kept, want):
+        for g, w in zip(grads, ws):
+            np.testing.assert_array_equal(g.numpy(), w)
+
+
 @pytest.mark.parametrize("as_view", [False, True])
 def test_one_rank_gradients_equal_plain_backward(world1, as_view):
     ref, m = _mlp(), _mlp()

@@ -34,14 +34,26 @@ NOTE [DDP backward]
    callback on the engine and marks the unused parameters ready (their view zeroed).
 3. The final callback (end of backward) waits for every bucket's work, then writes the
    averaged gradients back: ``.grad`` becomes the bucket view (``gradient_as_bucket_view``) or
-   gets a copy of it. In the plain case (no bucket views, no use map) each bucket is copied
-   back by the engine's thread as soon as its all-reduce ends, overlapping the rest of
-   backward; the callback then waits for those copies too. With ``find_unused_parameters``
+   gets a copy of it. In the plain case (no bucket views, no use map) nothing is copied: the
+   bucket's memory is *handed over* (NOTE [DDP hand-over]). With ``find_unused_parameters``
    the ranks all-reduce which parameters each used; a parameter no rank used keeps its
    ``.grad`` untouched.
 4. If some parameter never got a gradient and ``find_unused_parameters`` is off, its bucket
    never launches; the next ``forward`` raises torch's "Expected to have finished reduction"
    error listing the parameter indices.
+NOTE [DDP hand-over]
+Without bucket views, torch copies each reduced bucket back into the parameters' own
+``.grad``: a pass over every gradient per step. Here the reduced bucket's memory becomes the
+gradients instead: each ``.grad`` is set to a tensor of its own (not a view: ``_base`` is None)
+over its slice of the bucket, and the bucket takes fresh memory (uninitialised: every
+element is written as the next backward copies its gradient in). Nothing DDP writes later
+aliases those gradients, so they behave as torch's copies do (a gradient kept across steps is
+not overwritten); the memory returns to the engine's heap when the last of them dies (after
+``zero_grad()`` sets them to None, the next bucket reuses it, already paged in). Bucket
+memory is therefore always NumPy's or the engine's (``empty_shared``), kept alive by the
+arrays over it; never the caching allocator's, whose block would be reused as soon as the
+bucket tensor died, under the gradients still viewing it.
+
 NOTE [DDP join]
 Inside ``ddp.join()`` every synchronized forward starts with an all-reduce of (1, "will rebuild
 its buckets") per training rank. A rank whose inputs ran out contributes (0, 0) from a loop at
@@ -72,7 +84,6 @@ from ember.autograd.graph import AccumulateGrad
 from ember.core.device import CPU
 from ember.nn.modules.module import Module
 from ember.nn.parallel._timeline import recorder
-from ember.ops.creation import zeros
 from ember.tensor import Tensor, from_numpy, numpy_view
 
 __all__ = ["DistributedDataParallel"]
@@ -116,15 +127,20 @@ class _Comm:
         """Broadcast from the group's rank 0 (or the global rank ``src``)."""
         self.dist.broadcast(t, src=self.root if src is None else src, group=self.group)
 
-    def buffer(self, numel: int, dtype) -> Tensor:
-        """A zeroed flat tensor for a bucket: in the engine's shared memory when it offers it
-        (``empty_shared``: the all-reduce then reads it without a copy), else ordinary memory."""
+    def buffer(self, numel: int, dtype, zero: bool = True) -> Tensor:
+        """A flat tensor for a bucket (zeroed, or uninitialised with ``zero=False``): in the
+        engine's shared memory when it offers it (``empty_shared``: the all-reduce then reads
+        it without a copy), else ordinary memory."""
         alloc = getattr(self.dist, "empty_shared", None)
         if _SHARED_BUCKETS and alloc is not None and self.world_size > 1 and numel:
             t = alloc(numel, dtype=dtype, group=self.group)
-            numpy_view(t).fill(0)
+            if zero:
+                numpy_view(t).fill(0)
             return t
-        return zeros(numel, dtype=dtype)
+        # NumPy's memory, not the caching allocator's: a handed-over gradient is a NumPy view
+        # of it, which keeps NumPy memory alive but not an allocator block
+        # (NOTE [DDP hand-over])
+        return from_numpy(np.zeros(numel, dtype.np) if zero else np.empty(numel, dtype.np))
 
 
 # -- bucket assignment ----------------------------------------------------------------------------
@@ -170,32 +186,47 @@ def compute_bucket_assignment_by_size(sizes_bytes, keys, limits, indices=None):
 
 
 class _Bucket:
-    __slots__ = ("index", "members", "offsets", "tensor", "array", "views", "arrays", "pending",
-                 "work", "t_launch", "t_done", "nbytes", "copied", "after")
+    __slots__ = ("index", "members", "offsets", "sizes", "shapes", "numel", "dtype", "tensor",
+                 "array", "views", "arrays", "pending", "work", "t_launch", "t_done", "nbytes",
+                 "after")
 
     def __init__(self, index: int, members: list, params: list, comm: _Comm) -> None:
         self.index = index
         self.members = members  # parameter indices
-        dtype = params[members[0]]._dtype
+        self.dtype = dtype = params[members[0]]._dtype
         offsets, n = [], 0
         for i in members:
             offsets.append(n)
             n += params[i].numel()
         self.offsets = offsets
-        self.tensor = comm.buffer(n, dtype)
+        self.sizes = [params[i].numel() for i in members]
+        self.shapes = [params[i]._shape for i in members]
+        self.numel = n
         self.nbytes = n * dtype.itemsize
-        self.array = numpy_view(self.tensor)
-        self.views = []
-        self.arrays = []
-        for i, off in zip(members, offsets):
-            p = params[i]
-            numel = p.numel()
-            self.views.append(self.tensor[off:off + numel].view(p._shape))
-            self.arrays.append(self.array[off:off + numel].reshape(p._shape))
+        self._memory(comm.buffer(n, dtype))
+        self.make_views()
         self.pending = len(members)
         self.work = self.after = None
-        self.copied = False
         self.t_launch = self.t_done = 0
+
+    def _memory(self, tensor: Tensor) -> None:
+        self.tensor = tensor
+        self.array = numpy_view(tensor)
+        self.arrays = [self.array[off:off + size].reshape(shape) for off, size, shape in
+                       zip(self.offsets, self.sizes, self.shapes)]
+        self.views = [None] * len(self.members)  # make_views() makes them
+
+    def make_views(self) -> None:
+        """``views[k]``: parameter k's gradient as a view of the bucket tensor."""
+        self.views = [self.tensor[off:off + size].view(shape) for off, size, shape in
+                      zip(self.offsets, self.sizes, self.shapes)]
+
+    def hand_over(self, params: list, comm: _Comm) -> None:
+        """Make the reduced gradients the parameters' ``.grad`` and take fresh memory
+        (NOTE [DDP hand-over])."""
+        for i, a in zip(self.members, self.arrays):
+            params[i].grad = from_numpy(a)
+        self._memory(comm.buffer(self.numel, self.dtype, zero=False))
 
 
 # -- the reducer ----------------------------------------------------------------------------------
@@ -244,10 +275,9 @@ class _Reducer:
         self.static_unused: list | None = None
         self.iteration = 0
         self.divisor = comm.world_size  # gradients are divided by it (join may lower it)
-        # a bucket's averaged gradients go back into the parameters' own .grad on the
-        # engine's thread as soon as its all-reduce ends (overlapping the rest of backward);
-        # not with bucket views (nothing to copy) nor when a use map decides what is copied
-        self.early_copy_back = not as_view and not find_unused and not static_graph
+        # a reduced bucket's memory becomes the gradients (NOTE [DDP hand-over]); not with
+        # bucket views (nothing to copy) nor when a use map decides what is copied
+        self.hand_over = not as_view and not find_unused and not static_graph
         self._node_handles: list = []
         self.handles = [p.register_post_accumulate_grad_hook(self._make_hook(i))
                         for i, p in enumerate(params)]
@@ -318,7 +348,6 @@ class _Reducer:
         for b in self.buckets:
             b.pending = len(b.members)
             b.work = b.after = None
-            b.copied = False
             b.t_launch = b.t_done = 0
         self.next_bucket = 0
         self.ready = [False] * len(self.params)
@@ -419,27 +448,11 @@ class _Reducer:
             future = getattr(b.work, "get_future", None)
             if future is not None:  # the timeline's end: when the engine finished it
 
-                early = self.early_copy_back
-
                 def done(fut, b=b):
                     b.t_done = recorder.now()
-                    if early:
-                        try:
-                            fut.wait()  # finished: returns at once, or raises its error
-                        except BaseException:  # noqa: BLE001 - the waiter in _finalize raises
-                            return
-                        self._copy_back(b)
                 b.after = future().then(done)  # finishes once ``done`` has returned
         else:
             b.t_done = b.t_launch
-
-    def _copy_back(self, b: _Bucket) -> None:
-        """Copy a reduced bucket into its parameters' own ``.grad`` (not bucket views)."""
-        for k, i in enumerate(b.members):
-            g = self.params[i]._grad
-            if g is not None and g is not b.views[k]:
-                np.copyto(numpy_view(g), b.arrays[k])
-        b.copied = True
 
     def _finalize(self) -> None:
         """The end-of-backward callback (NOTE [DDP backward] step 3)."""
@@ -449,7 +462,7 @@ class _Reducer:
         for b in self.buckets:
             if b.work is not None:
                 b.work.wait()
-                if b.after is not None:  # the copy-back on the engine's thread is over
+                if b.after is not None:  # the timeline's callback has run
                     b.after.wait()
                 if not b.t_done:
                     b.t_done = recorder.now()
@@ -470,12 +483,18 @@ class _Reducer:
             globally_unused = {i for i in self.unused if not used[i]}
         elif self.unused:
             globally_unused = set(self.unused)
+        if self.hand_over and not globally_unused:
+            for b in self.buckets:
+                b.hand_over(self.params, self.comm)
+            t1 = recorder.now()
+            recorder.add("backward (DDP)", "step", "backward", self.t_backward, t1)
+            return
         for i, p in enumerate(self.params):
             if i in globally_unused:
                 continue
             b, k = self.where[i]
-            if b.copied:
-                continue
+            if b.views[k] is None:
+                b.make_views()
             g = p._grad
             if self.as_view:
                 if g is not b.views[k]:
@@ -768,7 +787,7 @@ class DistributedDataParallel(Module):
         """Declare the graph static: the set of unused parameters is found once."""
         self.static_graph = True
         self.reducer.static_graph = True
-        self.reducer.early_copy_back = False
+        self.reducer.hand_over = False
 
     def _get_ddp_logging_data(self) -> dict:
         """A few facts about this DDP (torch's logging data keys where they exist)."""
