@@ -161,6 +161,19 @@ def pieces(r: int, n: int) -> None:
         x = t_of(parts[r])
         dist.all_reduce(x, op=op)
         check(x, ref, tol, f"all_reduce {dtype} {op} in pieces")
+    # even ranks' tensors in the shared heap (their chunks reduced in place, NOTE [In-place
+    # chunks] in shm.py), odd ranks' in ordinary memory; each overwritten as soon as its call
+    # returns, which a peer still reading it would see
+    count = 2 * pg.piece_bytes // 4 + 33 if dist.get_backend() == "shm" else 1 << 16
+    for k, op in enumerate((ReduceOp.AVG, ReduceOp.MAX, ReduceOp.SUM, ReduceOp.PRODUCT)):
+        parts = [data(j, (count,), "float64", op, salt=20 + k) for j in range(n)]
+        ref, tol = expected(parts, op)
+        t = dist.empty_shared(count, dtype=ember.float64) if r % 2 == 0 else \
+            ember.empty(count, dtype=ember.float64)
+        t.copy_(t_of(parts[r]))
+        dist.all_reduce(t, op=op)
+        check(t, ref, tol, f"all_reduce {op} from mixed memory")
+        t.fill_(float("nan"))
 
 
 def batched_and_objects(r: int, n: int) -> None:
