@@ -14,7 +14,7 @@ import inspect
 import operator
 
 from ember.compiler.graph import Graph, GraphModule, Node
-from ember.compiler.meta import MetaUnsupported, map_args, meta_like, to_meta
+from ember.compiler.meta import MetaUnsupported, lazy_bits, map_args, meta_like, to_meta
 from ember.core.device import CPU, META, Device
 from ember.dispatch import DispatchMode, get_op
 from ember.tensor import Tensor
@@ -40,7 +40,7 @@ class RecordingMode(DispatchMode):
     def bind(self, t: Tensor, node: Node) -> None:
         """Make ``node`` the graph value of tensor ``t``."""
         self._nodes[id(t)] = (t, node)
-        self._geom[(id(t._storage), t._offset, t._shape, t._stride, t._dtype)] = (t, node)
+        self._geom[_geom_key(t)] = (t, node)
 
     def node_of(self, t: Tensor) -> Node:
         """The node holding ``t`` (a new constant node for a tensor not seen before).
@@ -64,7 +64,7 @@ class RecordingMode(DispatchMode):
 
     def alias_node(self, t: Tensor) -> Node | None:
         """The node of a traced tensor with ``t``'s storage and geometry (see ``node_of``)."""
-        hit = self._geom.get((id(t._storage), t._offset, t._shape, t._stride, t._dtype))
+        hit = self._geom.get(_geom_key(t))
         if hit is None:
             return None
         seen, node = hit
@@ -111,6 +111,12 @@ class RecordingMode(DispatchMode):
                                            meta={"val": _snapshot(o)})
                     self.bind(o, item)
         return out
+
+
+def _geom_key(t: Tensor) -> tuple:
+    """What makes two tensors read the same values: memory, geometry, dtype and lazy bits
+    (``z`` and ``z.conj()`` share everything else)."""
+    return (id(t._storage), t._offset, t._shape, t._stride, t._dtype, *lazy_bits(t))
 
 
 def _snapshot(x):

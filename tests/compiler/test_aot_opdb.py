@@ -1,6 +1,7 @@
 """Gradients through compiled training regions against eager ember, on the op table's samples.
 
-Each float64 sample of every differentiable entry (tests/ops/opdb) is traced with ``make_fx``,
+Each float64 sample of every differentiable entry (tests/ops/opdb), and each complex128 sample of
+the entries that list complex dtypes, is traced with ``make_fx``,
 compiled for training (``ember.compiler.aot``: joint graph, partition, forward and backward
 compiled with the NumPy backend) and differentiated with random cotangents; the outputs and
 the input gradients must equal eager ember's to float64 rounding. Samples whose region the
@@ -31,7 +32,8 @@ RTOL, ATOL = 1e-10, 1e-12  # float64: a few roundings of slack for reordered sum
 
 
 def _leaf(t):
-    if isinstance(t, ember.Tensor) and t.dtype.is_floating_point:
+    """A float or complex sample as a leaf requiring grad (a conjugated view stays one)."""
+    if isinstance(t, ember.Tensor) and t.dtype.is_differentiable:
         return t.detach().requires_grad_(True)
     return t
 
@@ -48,16 +50,31 @@ def _cotangents(outs, seed):
 
 @pytest.mark.parametrize("info", GRAD_INFOS, ids=[i.name for i in GRAD_INFOS])
 def test_compiled_gradients_equal_eager(info):
+    _check_gradients(info, "float64", 3)
+
+
+COMPLEX_GRAD_INFOS = [i for i in INFOS if "complex128" in i.dtypes]
+
+
+@pytest.mark.parametrize("info", COMPLEX_GRAD_INFOS, ids=[i.name for i in COMPLEX_GRAD_INFOS])
+def test_compiled_gradients_equal_eager_complex(info):
+    """complex128 samples (hostile layouts and conjugated views): complex leaves and
+    cotangents, gradients by torch's conjugate-Wirtinger convention as eager computes them."""
+    _check_gradients(info, "complex128", 6)
+
+
+def _check_gradients(info, dtype, n_samples):
     if any(w in info.name for w in SKIP_WORDS):
         pytest.skip("random or uninitialised values")
     if info.name.removesuffix("_grad") in NOT_TRACEABLE or info.name.startswith(NOT_TRACEABLE[:3]):
         pytest.skip("not traceable by a dispatch mode")
-    checked = 0
-    for k, sample in enumerate(list(info.samples("float64"))[:3]):
+    checked, why = 0, []
+    for k, sample in enumerate(list(info.samples(dtype))[:n_samples]):
         tensors, aspec, kspec = _flatten(sample.args, sample.kwargs)
         tensors = [_leaf(t) for t in tensors]
         wants = [t for t in tensors if isinstance(t, ember.Tensor) and t.requires_grad]
         if not wants:
+            why.append("no input requires grad")
             continue
 
         def fn(*ts, aspec=aspec, kspec=kspec):
@@ -67,16 +84,19 @@ def test_compiled_gradients_equal_eager(info):
             want = fn(*tensors)
             wouts = _float_outputs(want)
             if not wouts:
+                why.append("no differentiable output")
                 continue
             cot = _cotangents(wouts, k)
             wgrads = ember.autograd.grad(wouts, wants, cot, allow_unused=True)
-        except Exception:  # noqa: BLE001 - error samples are the op table's business
+        except Exception as e:  # noqa: BLE001 - error samples are the op table's business
+            why.append(f"eager raises {type(e).__name__}")
             continue
         try:
             gm = make_fx(fn)(*tensors)
             region = aot.compile_training(gm.graph, tensors, "numpy")
         except (MetaUnsupported, aot.AotUnsupported, RuntimeError, NotImplementedError,
-                TypeError):
+                TypeError) as e:
+            why.append(f"{type(e).__name__}: {str(e)[:120]}")
             continue
         got = region(*tensors)
         gouts = _float_outputs(got)
@@ -92,4 +112,5 @@ def test_compiled_gradients_equal_eager(info):
                 assert_close(g, w, rtol=RTOL, atol=ATOL, equal_nan=True, check_stride=False)
         checked += 1
     if not checked:
-        pytest.skip("no sample compiled for training")
+        pytest.skip("no sample compiled for training" +
+                    (f" ({max(set(why), key=why.count)})" if why else ""))

@@ -393,6 +393,10 @@ TRAINING = {
     "div_abs": (lambda z, w: (z / w).abs().sum(), lambda: (_cc((5,), 0), _cc((5,), 1)), 5),
     "view_as_complex_chain": (lambda x: (ember.view_as_complex(x * 2) * (1 + 1j)).abs().sum(),
                               lambda: (_rr((3, 2), 0),), 3),
+    # the backward reads pinv's saved result next to its conjugate (same memory and
+    # geometry, another conjugation bit): two different graph values
+    "pinv_matmul": (lambda a, b: (ember.linalg.pinv(a) @ b).abs().sum(),
+                    lambda: (_cc((5, 3), 0), _cc((5, 2), 1)), 30),
     "real_chain_after_abs": (lambda z: ((z * 2).abs().relu() * 3 + 1).log().sum(),
                              lambda: (_cc((4, 6), 0),), 24),
 }
