@@ -227,7 +227,7 @@ class MpiProcessGroup(ProcessGroup):
         # NOTE [MPI small all_reduce]: (dtype, op, elements) -> (staging array, persistent
         # request), or None once the table is full
         self._persistent: dict = {}
-        self._last_arr = self._last_op = self._last_hit = None  # the latest lookup
+        self._last: tuple = (None, None, None)  # the latest lookup: (array, op, _small's)
 
     @classmethod
     def world(cls, timeout: float) -> MpiProcessGroup:
@@ -370,15 +370,13 @@ class MpiProcessGroup(ProcessGroup):
         self._count = count = self._count + 1
         if self._cell is not None:
             self._cell[self._index] = count
-        if arr is self._last_arr and op is self._last_op:
-            hit = self._last_hit
-        else:
-            hit = self._small(arr, op)
+        last = self._last
+        hit = last[2] if arr is last[0] and op is last[1] else self._small(arr, op)
         if hit is not None:
-            stage, req = hit
+            req, stage, data = hit
             if self.faults.broken is not None:
                 self._complete(req, "all_reduce")  # raises: the group is unusable
-            stage[...] = arr
+            stage[:] = data  # (byte memoryviews: the cheapest copy)
             req.Start()
             test = req.Test
             for _ in _SPINS:
@@ -386,7 +384,7 @@ class MpiProcessGroup(ProcessGroup):
                     break
             else:
                 self._complete(req, "all_reduce")
-            arr[...] = stage
+            data[:] = stage
             if op is _AVG:
                 self._avg(arr, op)
             return
@@ -402,9 +400,9 @@ class MpiProcessGroup(ProcessGroup):
             self._avg(arr, op)
 
     def _small(self, arr: np.ndarray, op: ReduceOp):
-        """``(staging array shaped as arr, persistent request)`` for an all-reduce of ``arr``,
-        None when it takes the general path (NOTE [MPI small all_reduce]); remembered for the
-        next call with the same array."""
+        """``(persistent request, its staging bytes, arr's bytes)`` (memoryviews) for an
+        all-reduce of ``arr``, None when it takes the general path (NOTE [MPI small
+        all_reduce]); remembered for the next call with the same array."""
         hit = None
         if arr.nbytes <= _PERSISTENT_MAX_BYTES:
             key = (arr.dtype, op, arr.size)
@@ -415,12 +413,12 @@ class MpiProcessGroup(ProcessGroup):
                 if (spec[2] is not self._types.get(arr.itemsize) and mop is not None
                         and arr.size and len(self._persistent) < _PERSISTENT_MAX):
                     stage = np.zeros(arr.size, arr.dtype)
-                    hit = stage, self.comm.Allreduce_init(self._in_place,
-                                                          [stage, arr.size, spec[2]], mop)
+                    hit = (self.comm.Allreduce_init(self._in_place, [stage, arr.size, spec[2]],
+                                                    mop), memoryview(stage).cast("B"))
                 self._persistent[key] = hit
-            if hit is not None and arr.ndim != 1:
-                hit = hit[0].reshape(arr.shape), hit[1]
-        self._last_arr, self._last_op, self._last_hit = arr, op, hit
+            if hit is not None:  # (the caller's arrays are C-contiguous)
+                hit = hit[0], hit[1], memoryview(arr).cast("B")
+        self._last = (arr, op, hit)
         return hit
 
     def broadcast(self, arr: np.ndarray, root: int) -> None:
@@ -558,9 +556,9 @@ class MpiProcessGroup(ProcessGroup):
         if f.broken is None:  # (a request left running by a failure cannot be freed)
             for hit in self._persistent.values():
                 if hit is not None:
-                    hit[1].Free()
+                    hit[0].Free()
         self._persistent = {}
-        self._last_arr = self._last_op = self._last_hit = None
+        self._last = (None, None, None)
         if f.broken is None and self.ranks == list(range(f.size)):
             f.notify(_EXITED, -1, "left")
 

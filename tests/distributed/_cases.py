@@ -394,7 +394,8 @@ def small(r: int, n: int) -> None:
     for shape in [(12,), (3, 4), (2, 2, 3), (12,), (1, 12)]:
         for op in ops_for("float64"):
             calls.append((shape, "float64", op))
-    calls += [((5,), "int32", ReduceOp.MAX), ((5,), "bool", ReduceOp.SUM),
+    calls += [((), "float32", ReduceOp.SUM), ((5,), "int32", ReduceOp.MAX),
+              ((2, 3), "bool", ReduceOp.SUM), ((5,), "bool", ReduceOp.SUM),
               ((6,), "float16", ReduceOp.SUM), ((5000,), "float32", ReduceOp.SUM),
               ((4096,), "float32", ReduceOp.AVG), ((4097,), "float32", ReduceOp.SUM)]
     for k in range(40):  # more sizes than the engine keeps requests for: the last take the
