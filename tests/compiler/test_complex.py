@@ -348,6 +348,54 @@ def test_make_fx_of_conjugated_input():
     _same(compile_graph(gm.graph, [z], "numpy")(z), fn(z))
 
 
+_Z = _cplx((4,), ember.complex64, 9)    # a global the compiled code reads (a constant)
+
+
+def _across_a_break(a):
+    b = a.conj() * 2
+    print("", end="")                   # a graph break: ``b`` crosses it
+    return b.real + b.imag + (b * _Z).abs()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_breaks_scalars_constants_and_fullgraph(backend):
+    a = _cplx((4,), ember.complex64, 1)
+    cf = ember.compile(_across_a_break, backend=backend)
+    for x in (a, a.conj(), a):
+        _same(cf(x), _across_a_break(x))
+    assert explain(_across_a_break)(a).graph_break_count == 1
+
+    def scaled(x, s):
+        return x * s + s
+
+    cf = ember.compile(scaled, backend=backend)
+    for s in (1 + 2j, 3.0, 2j, 1 + 2j):     # a Python complex is guarded as a constant
+        _same(cf(a, s), scaled(a, s))
+    cf = ember.compile(lambda x: (ember.fft.ifft(x) * 2).abs(), backend=backend, fullgraph=True)
+    _same(cf(a), (ember.fft.ifft(a) * 2).abs(), 4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_module_with_complex_parameter(backend):
+    class Filter(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = ember.nn.Parameter(_cplx((5,), ember.complex128, 3))
+
+        def forward(self, x):
+            return (ember.fft.irfft(ember.fft.rfft(x) * self.w, n=8) ** 2).sum()
+
+    eager, comp = Filter(), Filter()
+    cm = ember.compile(comp, backend=backend)
+    x = _real((3, 8), ember.float64)
+    want, got = eager(x), cm(x)
+    assert _region_node(got) is not None
+    want.backward()
+    got.backward()
+    _same(got, want, 64)
+    _same(comp.w.grad, eager.w.grad, 64)
+
+
 # -- training through compiled regions ----------------------------------------------------------
 def _region_node(t):
     """The CompiledFunction node behind ``t`` (through plain eager nodes after the region)."""
