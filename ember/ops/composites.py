@@ -526,7 +526,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:
     if any(input._shape[d] < edge_order + 1 for d in dims):
         raise RuntimeError("torch.gradient expected each dimension size to be at least "
                            "edge_order+1")
-    x = input if input._dtype.is_floating_point else input.to(dt.get_default_dtype())
+    inexact = input._dtype.is_floating_point or input._dtype.is_complex
+    x = input if inexact else input.to(dt.get_default_dtype())
     return tuple(_coordinate_gradient(x, d, h, edge_order) if isinstance(h, Tensor)
                  else _uniform_gradient(x, d, h, edge_order) for d, h in zip(dims, steps))
 

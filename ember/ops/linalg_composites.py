@@ -461,8 +461,9 @@ def linalg_cond(A, p=None, *, out=None):
     if p not in (None, 2, -2) and m != n:
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but "
                            f"they are {m} by {n} matrices")
-    if m == 0 or n == 0:  # torch: zeros of the batch shape, not differentiable
-        return _out(zeros(A._shape[:-2], dtype=A._dtype, device=A._device), out)
+    if m == 0 or n == 0:  # torch: zeros of the batch shape (real), not differentiable
+        real = A._dtype.to_real() if A._dtype.is_complex else A._dtype
+        return _out(zeros(A._shape[:-2], dtype=real, device=A._device), out)
     if p in (None, 2, -2):
         s = linalg_svdvals(A)
         big, small = s[..., 0], s[..., -1]

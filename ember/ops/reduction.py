@@ -1305,7 +1305,10 @@ def cumprod_(self, dim, *, dtype=None):
 
 @derivative(cumprod_, save=("self", "result"))
 def _cumprod__backward(ctx, grad):
-    return _cumprod_grad(grad, ctx.self, ctx.dim, ctx.result)
+    x, result = ctx.self, ctx.result
+    if x._dtype.is_complex:  # conjugated factors, as the out-of-place rule
+        x, result = x.conj(), result.conj()
+    return _cumprod_grad(grad, x, ctx.dim, result)
 
 
 def _cum_extremum(name: str, input: Tensor, dim):

@@ -295,7 +295,8 @@ rad2deg_ = _export_twin(rad2deg, "rad2deg_")
 @composite("float_power.Tensor_Tensor(Tensor self, Tensor exponent, *, Tensor(a!)? out=None) "
            "-> Tensor")
 def float_power(input, exponent, *, out=None):
-    """``input ** exponent`` computed in float64 (the result is always float64).
+    """``input ** exponent`` computed in float64 (complex128 when either operand is complex),
+    as ``torch.float_power``.
 
     Args:
         input, exponent: tensors or Python scalars (one a tensor), broadcast together.
@@ -308,21 +309,32 @@ def float_power(input, exponent, *, out=None):
     if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         raise TypeError("float_power(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-    if out is not None and isinstance(out, Tensor) and out._dtype is not dt.float64:
+    res = _float_power_dtype(input, exponent)
+    if out is not None and isinstance(out, Tensor) and out._dtype is not res:
         raise RuntimeError(f"the output given to float_power has dtype "
                            f"{out._dtype.scalar_name} but the operation's result requires "
-                           "dtype Double")
-    base = input.to(dt.float64) if isinstance(input, Tensor) else input
-    exp = exponent.to(dt.float64) if isinstance(exponent, Tensor) else exponent
+                           f"dtype {res.scalar_name}")
+    base = input.to(res) if isinstance(input, Tensor) else input
+    exp = exponent.to(res) if isinstance(exponent, Tensor) else exponent
     if isinstance(base, Tensor):
         value = base.pow(exp)
     else:
-        value = full((), float(base), dtype=dt.float64, device=exp._device).pow(exp)
+        scalar = complex(base) if res.is_complex else float(base)
+        value = full((), scalar, dtype=res, device=exp._device).pow(exp)
     return write_out(value, out, "float_power")
 
 
+def _float_power_dtype(input, exponent) -> dt.DType:
+    """float64, or complex128 when either operand is complex (torch's float_power)."""
+    for v in (input, exponent):
+        if (v._dtype.is_complex if isinstance(v, Tensor) else isinstance(v, complex)):
+            return dt.complex128
+    return dt.float64
+
+
 def float_power_(self: Tensor, exponent) -> Tensor:
-    """In-place :func:`float_power`; ``self`` must be float64.
+    """In-place :func:`float_power`; ``self`` must be float64 (complex128 with a complex
+    operand).
 
     Example:
         >>> x = ember.tensor([2.0, 3.0], dtype=ember.float64)
@@ -330,9 +342,10 @@ def float_power_(self: Tensor, exponent) -> Tensor:
         (True, tensor([4., 9.], dtype=ember.float64))
     """
     _require("float_power_", self)
-    if self._dtype is not dt.float64:
+    res = _float_power_dtype(self, exponent)
+    if self._dtype is not res:
         raise RuntimeError(f"the base given to float_power_ has dtype {self._dtype.scalar_name} "
-                           "but the operation's result requires dtype Double")
+                           f"but the operation's result requires dtype {res.scalar_name}")
     return _inplace_twin(float_power, "float_power_")(self, exponent)
 
 

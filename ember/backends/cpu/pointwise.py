@@ -305,6 +305,14 @@ def _log1p(x):
     return out
 
 
+def _reciprocal(x):
+    """1 / x; a complex zero gives inf+nanj as c10's complex division (NumPy: nan+nanj)."""
+    if x.dtype.kind == "c":
+        with np.errstate(all="ignore"):
+            return np.divide(x.dtype.type(1), x)
+    return np.reciprocal(x)
+
+
 def _isposinf(x):
     return np.isinf(x) & (x > 0)
 
@@ -320,7 +328,7 @@ UNARY_FNS = {
     "log": (np.log, True), "log2": (np.log2, True), "log10": (np.log10, True),
     "log1p": (_log1p, False), "sqrt": (np.sqrt, True),
     "rsqrt": (lambda x: 1.0 / np.sqrt(x), False), "square": (np.square, True),
-    "reciprocal": (np.reciprocal, True), "sin": (np.sin, True), "cos": (np.cos, True),
+    "reciprocal": (_reciprocal, False), "sin": (np.sin, True), "cos": (np.cos, True),
     "tan": (np.tan, True), "asin": (np.arcsin, True), "acos": (np.arccos, True),
     "atan": (np.arctan, True), "sinh": (np.sinh, True), "cosh": (np.cosh, True),
     "tanh": (np.tanh, True), "asinh": (np.arcsinh, True), "acosh": (np.arccosh, True),

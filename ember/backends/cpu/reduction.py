@@ -343,8 +343,10 @@ def _logsumexp(input, dim, keepdim=False, *, out=None):
         return _land(-np.inf, spec, out, "logsumexp")
     rnd = _rounder(spec.dtype)
     with ignore_fp_errors():  # torch runs amax, sub, exp, sum, log, add in the result dtype
-        m = np.max(a, axis=dims, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0).astype(a.dtype)
+        # complex: shifted by the largest real part alone (torch's amax of the real parts),
+        # so the imaginary part of the result is the principal angle of the sum
+        m = np.max(a.real if a.dtype.kind == "c" else a, axis=dims, keepdims=True)
+        m = np.where(np.isinf(m), 0, m).astype(a.dtype)
         e = rnd(np.exp(rnd(a - m)))
         r = rnd(np.log(rnd(np.sum(e, axis=dims, keepdims=True)))) + m
     return _land(r, spec, out, "logsumexp")

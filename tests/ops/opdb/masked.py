@@ -9,7 +9,7 @@ import numpy as np
 
 import ember
 import ember.masked  # noqa: F401
-from tests.opinfo import FLOATS, OpInfo, SampleInput, make
+from tests.opinfo import COMPLEX, FLOATS, OpInfo, SampleInput, make
 
 _RNG = np.random.default_rng(77)
 
@@ -63,7 +63,8 @@ def _logaddexp(lib, x, y, m):
 
 
 OPS = [OpInfo(f"masked.{name}", _fn(name), _reduce_samples((1, (0, 2), None)),
-              dtypes=FLOATS[:2]) for name in ("sum", "amax", "amin", "mean", "logsumexp")]
+              dtypes=FLOATS[:2] + (COMPLEX if name in ("sum", "mean", "logsumexp") else ()))
+       for name in ("sum", "amax", "amin", "mean", "logsumexp")]
 OPS += [
     OpInfo("masked.prod", _fn("prod"), _reduce_samples((1, None)), dtypes=FLOATS[:2]),
     OpInfo("masked.argmax", _fn("argmax"), _reduce_samples((1,), (False,)), dtypes=FLOATS[:2]),

@@ -359,7 +359,7 @@ OPS = [
     OpInfo("cumsum_", lambda lib, x, *a: x.clone().cumsum_(*a),
            _samples([((0,), {}), ((-1,), {})]), dtypes=ALL),
     OpInfo("cumprod_", lambda lib, x, *a: x.clone().cumprod_(*a),
-           _samples([((0,), {}), ((-1,), {})], low=-2, high=3), dtypes=ALL),
+           _samples([((0,), {}), ((-1,), {})], low=-2, high=3), dtypes=ALL + COMPLEX),
     OpInfo("cummax", _lib_fn("cummax"), _samples(ONE_DIM[::2], shapes=SCAN_SHAPES), dtypes=ALL,
            errors=_errors_complex_order("cummax", 0)),
     OpInfo("cummin", _lib_fn("cummin"), _samples(ONE_DIM[::2], shapes=SCAN_SHAPES), dtypes=ALL,
