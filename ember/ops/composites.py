@@ -41,7 +41,7 @@ def _check_coefficient(name: str, value, result: dt.DType) -> None:
     if isinstance(value, bool):
         if result is not dt.bool_:
             raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
-    elif isinstance(value, float) and not result.is_floating_point:
+    elif isinstance(value, float) and not (result.is_floating_point or result.is_complex):
         raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating "
                            "point number.")
 
@@ -133,7 +133,8 @@ _WINDOW_KW = ", *, ScalarType? dtype=None, Layout? layout=None, Device? device=N
 
 def _window_args(name: str, length: int, dtype, device) -> tuple[dt.DType, object]:
     dtype = dtype or dt.get_default_dtype()
-    if not dtype.is_floating_point:
+    # complex dtypes pass (lengths 0 and 1 are filled; longer ones reach arange's refusal)
+    if not (dtype.is_floating_point or dtype.is_complex):
         raise RuntimeError(f"{name} expects floating point dtypes, got: {dtype}")
     if length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got "

@@ -330,10 +330,14 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
         >>> ember.arange(1, 2.5, 0.5)
         tensor([1.0000, 1.5000, 2.0000])
     """
+    if any(_imaginary(v) for v in (start, end, step)):  # torch sizes the range in double
+        raise RuntimeError("value cannot be converted to type double without overflow")
     start, end, step = _arange_args(start, end, step)
     if dtype is None:
         dtype = out._dtype if out is not None else dt.int64 \
             if all(isinstance(v, int) for v in (start, end, step)) else dt.get_default_dtype()
+    if dtype.is_complex:  # torch's arange kernel has no complex types
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dtype.scalar_name}'")
     start, end, step = _arange_cast(start, end, step, dtype)
     return Spec((arange_length(start, end, step),), dtype)
 

@@ -24,7 +24,8 @@ __all__: list[str] = []
 @composite("linalg_vecdot(Tensor x, Tensor y, *, int dim=-1, Tensor(a!)? out=None) -> Tensor",
            method=False)
 def linalg_vecdot(x, y, *, dim: int = -1, out=None):
-    """Dot products of ``x`` and ``y`` (broadcast) along ``dim`` (``torch.linalg.vecdot``).
+    """Dot products of ``x`` and ``y`` (broadcast) along ``dim`` (``torch.linalg.vecdot``);
+    complex ``x`` is conjugated, ``sum(conj(x) * y)``.
 
     Example:
         >>> ember.linalg.vecdot(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
@@ -32,14 +33,14 @@ def linalg_vecdot(x, y, *, dim: int = -1, out=None):
     """
     _require("linalg.vecdot", x, "x")
     _require("linalg.vecdot", y, "y", 2)
-    if not x._dtype.is_floating_point:
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
         raise RuntimeError("linalg.vecdot: Expected a floating point or complex tensor as "
                            f"input. Got {x._dtype.scalar_name}")
     if x._dtype is not y._dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
                            f"x of type {x._dtype.scalar_name} and y of type "
                            f"{y._dtype.scalar_name} instead")
-    return _out((x * y).sum(dim), out)
+    return _out(((x.conj() if x._dtype.is_complex else x) * y).sum(dim), out)
 
 
 @composite("linalg_multi_dot(Tensor[] tensors, *, Tensor(a!)? out=None) -> Tensor",

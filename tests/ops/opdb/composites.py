@@ -127,7 +127,8 @@ def _frombuffer_errors():
 
 
 OPS = [
-    OpInfo("addr", _fn("addr"), _addr_samples, dtypes=ALL, tol=LOOSE, errors=_addr_errors),
+    OpInfo("addr", _fn("addr"), _addr_samples, dtypes=ALL + COMPLEX, tol=LOOSE,
+           errors=_addr_errors),
     OpInfo("inner", _fn("inner"), _inner_samples, dtypes=NUMERIC + COMPLEX, tol=LOOSE,
            errors=_inner_errors),
     OpInfo("dist", _fn("dist"), _dist_samples, dtypes=ALL + COMPLEX, tol=LOOSE),
@@ -140,13 +141,14 @@ OPS = [
 ]
 for _w in ("hann_window", "hamming_window", "blackman_window", "bartlett_window",
            "kaiser_window"):
-    OPS.append(OpInfo(_w, _fn(_w), _window_samples, dtypes=FLOATS, tol=LOOSE, meta=False,
-                      errors=_window_errors(_w)))
+    # complex dtypes: torch fills lengths 0 and 1 and refuses longer ones (its complex arange)
+    OPS.append(OpInfo(_w, _fn(_w), _window_samples, dtypes=FLOATS + COMPLEX, tol=LOOSE,
+                      meta=False, errors=_window_errors(_w)))
 OPS += [
     OpInfo("hamming_window_alpha_beta", lambda lib, n, p, **k: lib.hamming_window(
-        n, p, 0.6, 0.3, **k), _window_samples, dtypes=FLOATS, tol=LOOSE, meta=False),
+        n, p, 0.6, 0.3, **k), _window_samples, dtypes=FLOATS + COMPLEX, tol=LOOSE, meta=False),
     OpInfo("kaiser_window_beta", lambda lib, n, p, **k: lib.kaiser_window(n, p, 5.0, **k),
-           _window_samples, dtypes=FLOATS, tol=LOOSE, meta=False),
+           _window_samples, dtypes=FLOATS + COMPLEX, tol=LOOSE, meta=False),
 ]
 
 
@@ -205,7 +207,8 @@ def _cross_samples(d):
 
 
 OPS += [
-    OpInfo("linalg.vecdot", _linalg("vecdot"), _vecdot_samples, dtypes=FLOATS + ("int64",),
+    OpInfo("linalg.vecdot", _linalg("vecdot"), _vecdot_samples,
+           dtypes=FLOATS + ("int64",) + COMPLEX,
            tol=LOOSE),
     OpInfo("linalg.multi_dot", _linalg("multi_dot"), _multi_dot_samples, dtypes=FLOATS[:2],
            tol=LOOSE),

@@ -219,7 +219,8 @@ FACTORY_OPS = [
            dtypes=ALL, meta=False),
     OpInfo("ones_out", lambda lib, ref, s, out: lib.ones(s, out=out), _out_samples,
            dtypes=ALL, meta=False),
-    OpInfo("arange", _on("arange"), _factory("arange", _arange_args), dtypes=NUMERIC),
+    OpInfo("arange", _on("arange"), _factory("arange", _arange_args), dtypes=NUMERIC + COMPLEX,
+           errors=_errors([((1j, 3), {}, RuntimeError, "cannot be converted to type double")])),
 ]
 
 

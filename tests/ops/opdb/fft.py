@@ -150,7 +150,8 @@ def _transform_errors():
     yield e("irfft", cplx, {"out": ember.empty(2, dtype=ember.complex64)},
             "irfft expects a real output tensor")
 
-FREQ_DTYPES = ("float32", "float64", "float16", "bfloat16")
+# complex dtypes: torch refuses them in its arange (as ember does)
+FREQ_DTYPES = ("float32", "float64", "float16", "bfloat16", "complex64", "complex128")
 
 
 def _freq(name):
