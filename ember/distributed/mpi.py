@@ -224,8 +224,9 @@ class MpiProcessGroup(ProcessGroup):
         self._user_ops: dict = {}
         self._specs: dict = {}
         self._native: dict = {}  # (dtype, op) -> (MPI type, MPI op) for MPI's own types
-        # NOTE [MPI small all_reduce]: (dtype, op, elements) -> (staging array, persistent
-        # request), or None once the table is full
+        # NOTE [MPI small all_reduce]: (dtype, op, elements) -> (persistent request, its
+        # staging array's bytes), or None (a type, operation or size it is not made for, or
+        # the table was full)
         self._persistent: dict = {}
         self._last: tuple = (None, None, None)  # the latest lookup: (array, op, _small's)
 
