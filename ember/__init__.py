@@ -45,7 +45,6 @@ from ember.core.dtype import (
     DType,
     bfloat16,
     can_cast,
-    complex32,
     complex64,
     complex128,
     finfo,
@@ -120,7 +119,6 @@ long = int64
 int = int32  # noqa: A001
 short = int16
 char = int8
-chalf = complex32
 cfloat = complex64
 cdouble = complex128
 
