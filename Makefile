@@ -50,10 +50,11 @@ test-compiler-versions:
 test: lint test-compiler-versions
 	$(TESTVENV)/bin/python -m pytest -n 2 --doctest-modules ember tests
 
-# The suite as an older CPU would run it: OpenBLAS's Haswell kernels, NumPy and torch without
-# AVX-512 (rounding differs by BLAS kernel and SIMD width; tests must hold on every CPU).
+# The suite as an older CPU would run it: OpenBLAS's and MKL's AVX2 kernels, NumPy and torch
+# without AVX-512 (rounding differs by BLAS kernel and SIMD width; tests must hold on every CPU).
 test-portable: lint
-	OPENBLAS_CORETYPE=Haswell NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" \
+	OPENBLAS_CORETYPE=Haswell MKL_ENABLE_INSTRUCTIONS=AVX2 \
+	NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" \
 	ATEN_CPU_CAPABILITY=avx2 $(TESTVENV)/bin/python -m pytest -n 2 --doctest-modules ember tests
 
 bench: $(TESTVENV)/.stamp
