@@ -30,7 +30,7 @@ __all__ = ["convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "con
 
 _LEGACY = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
            "int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long",
-           "bool": "Bool"}
+           "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 # -- geometry helpers (pure) ------------------------------------------------------------------
@@ -83,8 +83,8 @@ def _not_bool(name: str, t: Tensor) -> None:
         raise NotImplementedError(f'"{name}" not implemented for \'Bool\'')
 
 
-def _floating(name: str, t: Tensor) -> None:
-    if not t._dtype.is_floating_point:
+def _floating(name: str, t: Tensor, complex_ok: bool = False) -> None:
+    if not (t._dtype.is_floating_point or (complex_ok and t._dtype.is_complex)):
         raise NotImplementedError(f'"{name}" not implemented for '
                                   f"'{_LEGACY[t._dtype.name]}'")
 
@@ -502,7 +502,7 @@ def im2col(input, kernel_size, dilation, padding, stride):
         raise RuntimeError("Expected 3D or 4D (batch mode) tensor input with possible 0 batch "
                            f"size and non-zero dimensions for input, but got: "
                            f"{_shape_str(input._shape)}")
-    _floating("im2col_out_cpu", input)
+    _floating("im2col_out_cpu", input, complex_ok=True)
     blocks = _blocks(input._shape[-2:], k, d, p, s, "input with spatial size")
     c = input._shape[-3]
     return Spec(input._shape[:-3] + (c * k[0] * k[1], blocks[0] * blocks[1]), input._dtype)
@@ -527,7 +527,7 @@ def col2im(input, output_size, kernel_size, dilation, padding, stride):
         raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
                            "batch size and non-zero dimensions for input, but got: "
                            f"{_shape_str(input._shape)}")
-    _floating("col2im_out_cpu", input)
+    _floating("col2im_out_cpu", input, complex_ok=True)
     kk = k[0] * k[1]
     rows, length = input._shape[-2:]
     if rows % kk:

@@ -31,7 +31,18 @@ def _require_tensor(op: str, x) -> None:
                         f"{type(x).__name__}")
 
 
+# torch's CPU kernels that refuse complex inputs (NotImplementedError naming the kernel)
+_COMPLEX_KERNELS = {"elu": "elu_cpu", "leaky_relu": "leaky_relu_cpu",
+                    "log_sigmoid_forward": "log_sigmoid_cpu", "gelu": "GeluKernelImpl",
+                    "gelu_backward": "GeluKernelImpl", "softplus": "softplus_cpu",
+                    "mish": "mish_cpu", "hardswish": "hardswish_cpu",
+                    "hardsigmoid": "hardsigmoid_cpu", "silu": "silu_cpu"}
+
+
 def _require_float(op: str, d: dt.DType) -> None:
+    if d.is_complex and op in _COMPLEX_KERNELS:
+        raise NotImplementedError(f'"{_COMPLEX_KERNELS[op]}" not implemented for '
+                                  f'\'{_TN[d.name]}\'')
     if not d.is_floating_point:
         raise RuntimeError(f'"{op}" not implemented for \'{_TN[d.name]}\'')
 

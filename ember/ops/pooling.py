@@ -138,7 +138,7 @@ def _max_pool_spec(nd: int, input, kernel_size, stride, padding, dilation, ceil_
     k, s, p, d = _pool_params(name, nd, kernel_size, stride, padding, dilation)
     _check_ndim(input, nd)
     out = _check_pool(f"{name}_with_indices_out_cpu_template", input, k, s, p, d, ceil_mode)
-    _dtype_in(name, input, tuple(n for n in _LEGACY if n != "bool"))
+    _dtype_in(name, input, tuple(n for n in _LEGACY if n != "bool" and "complex" not in n))
     shape = input._shape[:-nd] + out
     return Spec(shape, input._dtype), Spec(shape, dt.int64)
 

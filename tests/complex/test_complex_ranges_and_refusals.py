@@ -278,3 +278,51 @@ def test_softmax_into_a_real_dtype_warns_as_torch():
         warnings.simplefilter("ignore")
         t = torch.softmax(torch.tensor(z), 1, dtype=torch.float64)
     _check(e, t, 1e-15)
+
+
+# -- nn ops on complex inputs ---------------------------------------------------------------------
+NN_REFUSALS = {
+    "elu": lambda L: L.nn.functional.elu(_x(L)),
+    "celu": lambda L: L.nn.functional.celu(_x(L)),
+    "selu": lambda L: L.nn.functional.selu(_x(L)),
+    "leaky_relu": lambda L: L.nn.functional.leaky_relu(_x(L)),
+    "logsigmoid": lambda L: L.nn.functional.logsigmoid(_x(L)),
+    "gelu": lambda L: L.nn.functional.gelu(_x(L)),
+    "softplus": lambda L: L.nn.functional.softplus(_x(L)),
+    "mish": lambda L: L.nn.functional.mish(_x(L)),
+    "hardswish": lambda L: L.nn.functional.hardswish(_x(L)),
+    "hardsigmoid": lambda L: L.nn.functional.hardsigmoid(_x(L)),
+    "silu_autograd": lambda L: L.nn.functional.silu(_x(L).requires_grad_()),
+}
+
+
+@pytest.mark.parametrize("name", NN_REFUSALS)
+def test_nn_refusals_match_torch(name):
+    e, t = _both(NN_REFUSALS[name])
+    assert isinstance(t, Exception), f"torch accepted {name}"
+    assert type(e) is type(t), (e, t)
+    assert str(e) == str(t)
+
+
+@pytest.mark.parametrize("name", ["avg_pool2d", "max_pool2d", "max_pool1d", "adaptive_max_pool2d",
+                                  "interpolate"])
+def test_pooling_refuses_complex_with_torch_type(name):
+    fns = {"avg_pool2d": lambda L, x: L.nn.functional.avg_pool2d(x, 2),
+           "max_pool2d": lambda L, x: L.nn.functional.max_pool2d(x, 2),
+           "max_pool1d": lambda L, x: L.nn.functional.max_pool1d(x, 2),
+           "adaptive_max_pool2d": lambda L, x: L.nn.functional.adaptive_max_pool2d(x, 2),
+           "interpolate": lambda L, x: L.nn.functional.interpolate(x, size=6)}
+    e, t = _both(lambda L: fns[name](L, _x(L, (2, 3, 4))))
+    assert type(e) is type(t) is NotImplementedError, (e, t)
+    assert "not implemented for 'ComplexFloat'" in str(e)
+
+
+def test_silu_and_unfold_fold_of_complex_match_torch():
+    z = _complex((1, 2, 4, 5))
+    e, t = _both(lambda L: L.nn.functional.silu(L.tensor(z)))
+    _check(e, t, 1e-14)
+    e, t = _both(lambda L: L.nn.functional.unfold(L.tensor(z), 2))
+    _check(e, t, 0)
+    y = _complex((1, 8, 6))
+    e, t = _both(lambda L: L.nn.functional.fold(L.tensor(y), (3, 4), 2))
+    _check(e, t, 1e-15)

@@ -299,13 +299,18 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * sigmoid(x)``.
+    """``x * sigmoid(x)``; complex inputs too, without autograd (as torch's).
 
     Example:
         >>> import ember.nn.functional as F
         >>> F.silu(ember.tensor([-1.0, 0.0, 1.0]))
         tensor([-0.2689,  0.0000,  0.7311])
     """
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        if input.requires_grad and is_grad_enabled():
+            raise RuntimeError("silu does not support automatic differentiation for outputs "
+                               "with complex dtype.")
+        return input.mul_(input.sigmoid()) if inplace else input * input.sigmoid()
     return _inplace(input, nn_ops.silu) if inplace else nn_ops.silu(input)
 
 
