@@ -45,6 +45,7 @@ from ember.core.dtype import (
     DType,
     bfloat16,
     can_cast,
+    complex32,
     complex64,
     complex128,
     finfo,
@@ -119,6 +120,7 @@ long = int64
 int = int32  # noqa: A001
 short = int16
 char = int8
+chalf = complex32
 cfloat = complex64
 cdouble = complex128
 

@@ -757,7 +757,9 @@ def _inplace_into_conjugated(op, ks: int, self_t: Tensor, args, kwargs):
     from ember.tensor import empty_tensor, numpy_view, store_resolved
     if self_t._device.type == "meta":
         return op.lookup(ks)(*args, **kwargs)
-    scratch = empty_tensor(self_t._shape, self_t._dtype)
+    # complex32 values are read and computed as complex64 (NOTE [complex32 storage])
+    scratch = empty_tensor(self_t._shape, self_t._dtype if self_t._dtype is not _dt.complex32
+                           else _dt.complex64)
     numpy_view(scratch)[...] = numpy_view(self_t)
     op.lookup(ks)(scratch, *args[1:], **kwargs)
     store_resolved(self_t, numpy_view(scratch))

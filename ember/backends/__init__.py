@@ -7,3 +7,4 @@ by the registry] in ember/memory/devices.py); ``autocast`` registers its policie
 """
 
 from ember.backends import autocast, meta, mkl  # noqa: F401  (registration happens on import)
+from ember.backends import complex32  # noqa: F401  (the ComplexHalf key's fallback)

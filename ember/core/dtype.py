@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = [
     "DType", "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
-    "uint8", "bool_", "complex64", "complex128", "promote_types", "can_cast",
+    "uint8", "bool_", "complex32", "complex64", "complex128", "promote_types", "can_cast",
     "get_default_dtype", "set_default_dtype", "finfo", "iinfo", "from_numpy_dtype", "ALL_DTYPES",
 ]
 
@@ -60,16 +60,14 @@ class DType:
         return _TO_REAL.get(self, self)
 
     def to_complex(self) -> DType:
-        """The complex dtype of this floating dtype (float64 -> complex128; bfloat16 ->
-        complex64 as torch). torch's complex32 (chalf) does not exist in ember: float16 raises
-        TypeError."""
+        """The complex dtype of this floating dtype (float64 -> complex128, float16 ->
+        complex32; bfloat16 -> complex64 as torch)."""
         if self.category == COMPLEX:
             return self
         try:
             return _TO_COMPLEX[self]
         except KeyError:
-            raise TypeError(f"ember has no complex dtype with {self.name} parts (torch's "
-                            "complex32/chalf is not supported)") from None
+            raise TypeError(f"{self.name} has no complex counterpart") from None
 
     @property
     def scalar_name(self) -> str:
@@ -95,18 +93,26 @@ uint8 = DType("uint8", 1, INTEGRAL, False, np.dtype(np.uint8))
 bool_ = DType("bool", 1, BOOL, False, np.dtype(np.bool_))
 complex64 = DType("complex64", 8, COMPLEX, True, np.dtype(np.complex64))
 complex128 = DType("complex128", 16, COMPLEX, True, np.dtype(np.complex128))
+# NOTE [complex32]
+# torch's chalf: (real, imag) pairs of float16, 4 bytes an element. NumPy has no such type, so
+# ``np`` is the dtype its values are read as and computed in (complex64, torch's opmath), while
+# ``itemsize`` is the storage's 4 bytes; ``ember.tensor.numpy_view`` decodes the pairs and
+# writers encode them (NOTE [complex32 storage] in ember/tensor/tensor.py).
+complex32 = DType("complex32", 4, COMPLEX, True, np.dtype(np.complex64))
 
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                  "bfloat16": "BFloat16", "int8": "Char", "int16": "Short", "int32": "Int",
-                 "int64": "Long", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+                 "int64": "Long", "uint8": "Byte", "bool": "Bool", "complex32": "ComplexHalf",
+                 "complex64": "ComplexFloat",
                  "complex128": "ComplexDouble"}
-_TO_REAL = {complex64: float32, complex128: float64}
-_TO_COMPLEX = {float32: complex64, float64: complex128, bfloat16: complex64}  # as torch
+_TO_REAL = {complex32: float16, complex64: float32, complex128: float64}
+_TO_COMPLEX = {float16: complex32, float32: complex64, float64: complex128,
+               bfloat16: complex64}  # as torch
 
 ALL_DTYPES = (float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool_,
-              complex64, complex128)
+              complex32, complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
-_BY_NP = {d.np: d for d in ALL_DTYPES}
+_BY_NP = {d.np: d for d in ALL_DTYPES if d is not complex32}  # NumPy has no complex32
 
 
 def _dtype_by_name(name: str) -> DType:
@@ -130,8 +136,8 @@ def _promote(a: DType, b: DType) -> DType:
         return a
     if a.category != b.category:
         hi, lo = (a, b) if a.category > b.category else (b, a)
-        if hi is complex64 and lo is float64:  # the parts must hold a double
-            return complex128
+        if hi.category == COMPLEX and lo.category == FLOATING:  # the parts must hold lo
+            return _promote(hi, lo.to_complex())
         return hi
     if a.category == COMPLEX:
         return a if a.itemsize > b.itemsize else b
@@ -203,8 +209,9 @@ def set_default_dtype(d: DType) -> None:
 
 def default_complex_dtype() -> DType:
     """The dtype of tensors made from Python complex numbers: complex128 when the default
-    dtype is float64, else complex64 (torch)."""
-    return complex128 if _default_dtype is float64 else complex64
+    dtype is float64, complex32 when it is float16, else complex64 (torch)."""
+    return complex128 if _default_dtype is float64 else \
+        complex32 if _default_dtype is float16 else complex64
 
 
 def scalar_dtype(value) -> DType:

@@ -5,7 +5,9 @@ A dispatch key is a bit; a key set is an ``int`` bitmask. Bit position *is* prio
 highest set bit of a call's key set selects the kernel, so picking a kernel is
 ``ks.bit_length() - 1``. The order is PyTorch's relative order (a subset of its keys):
 backends (CPU < CUDA < PrivateUse1 < Meta) < BackendSelect < Python < ADInplaceOrView
-< Autograd<Backend> < Batched < Autocast<Backend>. ``Batched`` serves ``ember.func.vmap``
+< Autograd<Backend> < Batched < Autocast<Backend> < ComplexHalf (ember's own: complex32
+tensors carry it; NOTE [The ComplexHalf key] in ember/backends/complex32.py). ``Batched``
+serves ``ember.func.vmap``
 (NOTE [Batched sits above autograd] in ember/func/_batched.py). ``PrivateUse1`` serves a
 device type registered from outside ember (``ember.utils.rename_privateuse1_backend``). Alias
 keys (``Autograd``, ``CompositeExplicitAutograd``, ``CompositeImplicitAutograd``) exist only for
@@ -39,6 +41,7 @@ class DispatchKey(IntEnum):
     Batched = 11
     AutocastCPU = 12
     AutocastCUDA = 13
+    ComplexHalf = 14  # ember's own: NOTE [The ComplexHalf key] in ember/backends/complex32.py
 
     @property
     def bit(self) -> int:

@@ -553,6 +553,11 @@ def binary_plan(name: str, row: Binary, input, other) -> tuple:
     comp, res = promoted_dtype(row.kind, input, other)
     if comp.category not in row.cats:
         raise _refused(name, comp)
+    if comp is dt.complex32:  # only a complex32 tensor operand routes the op to its kernels
+        raise NotImplementedError(
+            f"{name}: a float16 tensor with a complex Python scalar gives complex32, which "
+            "ember computes only when a complex32 tensor is an operand\nhint: convert the "
+            "tensor first, e.g. x.to(ember.complex32)")
     check = _BINARY_CHECKS.get(name)
     if check is not None:
         check(input, other, comp)
@@ -1622,17 +1627,16 @@ def _complex_operands(name: str, a, b, names=("real", "imag")) -> None:
     if a._dtype is not b._dtype and a._dtype.is_floating_point and b._dtype.is_floating_point:
         raise RuntimeError(f"Expected object of scalar type {_TN[a._dtype.name]} but got scalar "
                            f"type {_TN[b._dtype.name]} for second argument")
-    ok = (dt.float32, dt.float64)
+    ok = (dt.float16, dt.float32, dt.float64)
     if a._dtype not in ok or b._dtype not in ok:
-        if a._dtype is dt.float16 and b._dtype is dt.float16:
-            raise RuntimeError(f"{name}: ember has no complex32 (chalf) dtype")
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{_TN[a._dtype.name]} and {_TN[b._dtype.name]}")
 
 
 @composite("complex(Tensor real, Tensor imag, *, Tensor(a!)? out=None) -> Tensor", method=False)
 def complex(real: Tensor, imag: Tensor, *, out=None) -> Tensor:  # noqa: A001
-    """``real + 1j * imag`` from two float32 (or float64) tensors, broadcast (torch.complex).
+    """``real + 1j * imag`` from two float16, float32 or float64 tensors, broadcast
+    (torch.complex; float16 parts give complex32).
 
     Raises:
         RuntimeError: the dtypes differ, or are not float32/float64 (torch's messages).
@@ -1659,6 +1663,8 @@ def polar(abs: Tensor, angle: Tensor, *, out=None) -> Tensor:  # noqa: A002
     """
     from ember.ops.special import write_out
     _complex_operands("polar", abs, angle, ("abs", "angle"))
+    if abs._dtype is dt.float16:  # torch's CPU has no complex32 polar kernel
+        raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
     value = complex(abs * angle.cos(), abs * angle.sin())
     return write_out(value, out, "polar")
 

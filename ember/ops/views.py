@@ -1005,9 +1005,11 @@ def _view_as_real_backward(ctx, grad):
 def _view_as_complex_doc() -> str:
     return """A complex view of a real tensor whose last dim (size 2, stride 1) holds (real, imag).
 
+    float16 gives complex32, float32 complex64, float64 complex128.
+
     Raises:
-        RuntimeError: a dtype other than float32/float64, a last dim that is not of size 2 and
-            stride 1, other strides or the storage offset odd (torch's messages).
+        RuntimeError: a dtype other than float16/float32/float64, a last dim that is not of
+            size 2 and stride 1, other strides or the storage offset odd (torch's messages).
 
     Example:
         >>> ember.view_as_complex(ember.tensor([[1.0, 2.0], [3.0, -4.0]]))
@@ -1018,9 +1020,7 @@ def _view_as_complex_doc() -> str:
 @_dtype_view_operator("view_as_complex(Tensor(a) self) -> Tensor(a)", _view_as_complex_doc())
 def view_as_complex(self: Tensor):
     d = self._dtype
-    if d is not dt.float32 and d is not dt.float64:
-        if d is dt.float16:
-            raise RuntimeError("view_as_complex: ember has no complex32 (chalf) dtype")
+    if d is not dt.float32 and d is not dt.float64 and d is not dt.float16:
         raise RuntimeError("view_as_complex is only supported for half, float and double tensors, "
                            f"but got a tensor of scalar type: {d.scalar_name}")
     if not self._shape:
@@ -1296,6 +1296,17 @@ def is_complex(input: Tensor) -> bool:
         raise TypeError(f"is_complex(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     return input._dtype.is_complex
+
+
+@tensor_method("chalf")
+def _chalf(self: Tensor) -> Tensor:
+    """``self.to(ember.complex32)``: (real, imag) pairs of float16.
+
+    Example:
+        >>> ember.tensor([1.5 - 2j]).chalf()
+        tensor([1.5000-2.j], dtype=ember.complex32)
+    """
+    return self.to(dt.complex32)
 
 
 @tensor_method("cfloat")

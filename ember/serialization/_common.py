@@ -80,7 +80,7 @@ STORAGE_NAMES = {d: name for name, d in STORAGE_DTYPES.items()}
 TORCH_DTYPES = {d.name: d for d in dt.ALL_DTYPES}
 # PyTorch dtypes and storages that ember lacks: allowed globals that fail with a clear error.
 UNKNOWN_TORCH_DTYPES = frozenset(
-    ["complex32", "chalf", "uint16", "uint32",
+    ["uint16", "uint32",
      "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
      "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
      "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16", "int1", "int2", "int3", "int4", "int5",
@@ -90,7 +90,8 @@ UNKNOWN_STORAGES = frozenset(["QUInt8Storage",
                               "QUInt2x4Storage"])
 # torch.float / torch.long ... are aliases that pickle under their canonical names; accept them.
 _ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
-            "int": "int32", "short": "int16", "cfloat": "complex64", "cdouble": "complex128"}
+            "int": "int32", "short": "int16", "chalf": "complex32", "cfloat": "complex64",
+            "cdouble": "complex128"}
 for _alias, _canon in _ALIASES.items():
     TORCH_DTYPES[_alias] = TORCH_DTYPES[_canon]
 

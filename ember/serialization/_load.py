@@ -118,7 +118,8 @@ class StorageLoader:
         storage = self._fetch(key, nbytes, META if dev is META else CPU)
         if self._byteswap and stype.dtype is not None and stype.dtype.itemsize > 1 and \
                 dev is not META:
-            storage.data.view(stype.dtype.np).byteswap(inplace=True)
+            # each part of a complex element on its own (complex32 has no NumPy dtype)
+            storage.data.view(stype.dtype.to_real().np).byteswap(inplace=True)
         if dev.type not in ("cpu", "meta") and not callable(self._map):
             storage = _to_device(storage, dev)
         return _relocate(storage, location, self._map)

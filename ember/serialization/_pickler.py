@@ -13,6 +13,7 @@ from __future__ import annotations
 import pickle
 from collections import OrderedDict
 
+from ember.core import dtype as dt
 from ember.core.device import META, Device
 from ember.core.dtype import DType
 from ember.memory.storage import Storage
@@ -23,6 +24,7 @@ from ember.tensor.parameter import Parameter
 __all__ = ["CheckpointPickler"]
 
 _REBUILD_V2 = TorchGlobal("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_V3 = TorchGlobal("torch._utils", "_rebuild_tensor_v3")
 _REBUILD_PARAMETER = TorchGlobal("torch._utils", "_rebuild_parameter")
 _REBUILD_META = TorchGlobal("torch._utils", "_rebuild_meta_tensor_no_storage")
 _ORDERED_DICT = TorchGlobal("collections", "OrderedDict")
@@ -90,7 +92,7 @@ class CheckpointPickler(pickle._Pickler):
         if key is None:
             key = self._keys[id(st)] = str(len(self._keys))
             self.storages.append((key, st))
-        if ref.dtype is None:
+        if ref.dtype is None or ref.dtype is dt.complex32:  # torch has no ComplexHalfStorage
             return ("storage", _UNTYPED, key, str(st.device), st.nbytes())
         item = ref.dtype.itemsize
         if st.nbytes() % item:
@@ -123,8 +125,11 @@ class CheckpointPickler(pickle._Pickler):
             return (_REBUILD_META, (t.dtype, tuple(t.shape), tuple(t.stride()), rg))
         ref = self._ref(t.untyped_storage(), t.dtype)
         args = (ref, t.storage_offset(), tuple(t.shape), tuple(t.stride()), rg, OrderedDict())
+        rebuild = _REBUILD_V2
+        if t.dtype is dt.complex32:  # an untyped storage and the dtype, as torch writes it
+            rebuild, args = _REBUILD_V3, (*args, t.dtype)
         # torch's tensor metadata: the stored values, read conjugated and/or negated
         bits = {k: True for k, on in (("conj", t._is_conj), ("neg", t._is_neg)) if on}
         if bits:
             args += (bits,)
-        return (_REBUILD_V2, args)
+        return (rebuild, args)

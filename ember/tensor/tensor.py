@@ -15,15 +15,25 @@ when ember is imported, and call the dispatcher.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ember.core import dtype as dt
 from ember.core.device import CPU, META, Device
 from ember.core.layout import contiguous_strides, is_contiguous, numel, storage_extent
 from ember.dispatch import dispatcher as _dispatcher
-from ember.dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, INFERENCE_TENSOR_KEYS, TENSOR_KEYS
+from ember.dispatch.keys import (
+    AUTOGRAD_KEY_OF_DEVICE,
+    INFERENCE_TENSOR_KEYS,
+    TENSOR_KEYS,
+    DispatchKey,
+)
 from ember.memory.devices import get_backend, guard_state
 from ember.memory.storage import Storage, export_array, new_cpu_array
+
+_CHALF = dt.complex32
+_CHALF_KEY = DispatchKey.ComplexHalf.bit
 
 __all__ = ["Tensor", "Size", "VersionCounter", "make_tensor", "empty_tensor", "make_view",
            "from_numpy", "numpy_view", "physical_view", "store_resolved"]
@@ -562,6 +572,8 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if self._dtype is _CHALF:
+            raise TypeError("Got unsupported ScalarType ComplexHalf")
         if self._is_conj or self._is_neg:
             if not force:
                 _refuse_bits(self)
@@ -569,6 +581,8 @@ class Tensor:
         return user_array(self)
 
     def __array__(self, dtype=None, copy=None):
+        if self._dtype is _CHALF:
+            raise TypeError("Got unsupported ScalarType ComplexHalf")
         _refuse_bits(self)
         arr = user_array(self)
         return arr if dtype is None else arr.astype(dtype)
@@ -694,6 +708,8 @@ def make_tensor(storage: Storage, shape: tuple, stride: tuple, offset: int, dtyp
             version.keys = TENSOR_KEYS[device.type]
     else:
         t._is_inference = _dispatcher._state.inference
+    if dtype is _CHALF:  # NOTE [complex32 storage]; a view of a float16 base gives it the key
+        version.keys |= _CHALF_KEY
     t._ver = version
     t._base = base
     t._requires_grad = False
@@ -715,7 +731,7 @@ def empty_tensor(shape: tuple, dtype: dt.DType, device: Device | None = None,
     if device is None:
         device = _guard.device
     if stride is None:
-        if device is CPU:
+        if device is CPU and dtype is not _CHALF:
             # Hot path: a block from the caching allocator, typed as the tensor's own array.
             n = dtype.itemsize
             for d in shape:
@@ -747,6 +763,8 @@ def empty_tensor(shape: tuple, dtype: dt.DType, device: Device | None = None,
             t._mkey = None
             return t
         stride = contiguous_strides(shape)
+    if dtype is _CHALF and not _chalf_warned:
+        _warn_chalf()
     # int(): symbolic sizes of the compiler (int subclasses) stop at the allocator
     nbytes = int(storage_extent(shape, stride, 0)) * dtype.itemsize
     return make_tensor(Storage(nbytes, device), shape, stride, 0, dtype, device)
@@ -807,6 +825,8 @@ def numpy_view(t: Tensor) -> np.ndarray:
             raise RuntimeError("Tensor on the meta device has no data; this operation needs data")
         item = t._dtype.itemsize
         shape, stride = t._shape, t._stride
+        if t._dtype is _CHALF:
+            return _resolved(_chalf_pairs(t), t._is_conj, t._is_neg, chalf=True)
         if 0 in shape:  # no elements
             arr = np.empty(shape, t._dtype.np) if dev is CPU else \
                 get_backend(dev.type).array_module.empty(shape, t._dtype.np)
@@ -826,11 +846,50 @@ def numpy_view(t: Tensor) -> np.ndarray:
     return arr
 
 
-def _resolved(arr, conj: bool, neg: bool):
-    """A fresh read-only array of the values a tensor with these bits reads."""
+# NOTE [complex32 storage]
+# A complex32 (chalf) element is two float16s, (real, imag), and NumPy has no type for it:
+# ``_chalf_pairs`` is the storage seen as float16 with a trailing dim of 2 (strides in
+# float16 units, as ``view_as_real``). Kernels read a chalf tensor as a fresh complex64 array
+# (``numpy_view``, never cached, like a tensor with lazy bits), and writers encode through
+# ``store_resolved``, rounding each part to float16 (torch's rounding: to nearest even).
+# Operators reach chalf tensors through the ``ComplexHalf`` dispatch key
+# (ember/backends/complex32.py), which computes torch's supported set in complex64.
+
+
+_chalf_warned = False
+
+
+def _warn_chalf() -> None:
+    """torch's once-per-process warning on the first complex32 allocation."""
+    global _chalf_warned
+    _chalf_warned = True
+    warnings.warn("ComplexHalf support is experimental and many operators don't support it "
+                  "yet.", UserWarning, stacklevel=3)
+
+
+def _chalf_pairs(t: Tensor) -> np.ndarray:
+    """The float16 (real, imag) pairs under a complex32 tensor (writable), shaped
+    ``(*t.shape, 2)``."""
+    shape, stride = t._shape, t._stride
+    if t._device is not CPU:
+        raise RuntimeError(f"complex32 tensors are supported on cpu only; got {t._device.type}")
+    if 0 in shape:
+        return np.empty((*shape, 2), np.float16)
+    return np.ndarray((*shape, 2), np.float16, buffer=t._storage._buf, offset=t._offset * 4,
+                      strides=(*(s * 4 for s in stride), 2))
+
+
+def _resolved(arr, conj: bool, neg: bool, chalf: bool = False):
+    """A fresh read-only array of the values a tensor with these bits reads (``chalf``: ``arr``
+    holds complex32 pairs, decoded to complex64)."""
     if neg and arr.dtype == np.bool_:
         raise NotImplementedError("\"neg_cpu\" not implemented for 'Bool'")
-    out = np.empty(arr.shape, arr.dtype) if isinstance(arr, np.ndarray) else arr.copy()
+    if chalf:
+        out = np.empty(arr.shape[:-1], np.complex64)
+        out.real, out.imag = arr[..., 0], arr[..., 1]
+        arr = out
+    elif conj or neg:
+        out = np.empty(arr.shape, arr.dtype) if isinstance(arr, np.ndarray) else arr.copy()
     if conj:
         np.conjugate(arr, out=out)
     if neg:
@@ -842,7 +901,10 @@ def _resolved(arr, conj: bool, neg: bool):
 
 def physical_view(t: Tensor) -> np.ndarray:
     """The array over ``t``'s memory as stored, ignoring the conjugation and negative bits
-    (writers of such views use it; NOTE [The conjugation bit], NOTE [The negative bit])."""
+    (writers of such views use it; NOTE [The conjugation bit], NOTE [The negative bit]); for a
+    complex32 tensor, its float16 pairs (NOTE [complex32 storage])."""
+    if t._dtype is _CHALF:
+        return _chalf_pairs(t)
     conj, neg = t._is_conj, t._is_neg
     if not conj and not neg:
         return numpy_view(t)
@@ -863,6 +925,12 @@ def store_resolved(t: Tensor, values) -> None:
         values = np.conjugate(values)
     if t._is_neg:
         values = np.negative(values)
+    if t._dtype is _CHALF:  # each part rounded to float16 (NOTE [complex32 storage])
+        values = np.broadcast_to(np.asarray(values), t._shape)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dst[..., 0] = values.real
+            dst[..., 1] = values.imag if np.iscomplexobj(values) else 0
+        return
     dst[...] = values
 
 

@@ -192,6 +192,6 @@ LEGACY_STORAGE_TYPES = {
     f"{d.scalar_name}Storage": _LegacyStorageType(f"{d.scalar_name}Storage", (),
                                                   {"dtype": d, "__module__": "ember",
                                                    "__doc__": _legacy_storage_doc(d)})
-    for d in dt.ALL_DTYPES}
+    for d in dt.ALL_DTYPES if d is not dt.complex32}  # torch has no ComplexHalfStorage
 globals().update(LEGACY_STORAGE_TYPES)
 __all__ += list(LEGACY_STORAGE_TYPES)

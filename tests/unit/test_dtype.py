@@ -11,19 +11,11 @@ import ember
 from ember.core import dtype as dt
 
 NAMES = ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
-         "bool", "complex64", "complex128"]
+         "bool", "complex32", "complex64", "complex128"]
 PAIRS = list(itertools.product(NAMES, NAMES))
-COMPLEX32 = "complex32"  # torch's chalf: ember has none and refuses promotions that need it
-
-
 def _expect(fn_torch, fn_ember):
-    """ember's result name equals torch's, or ember raises TypeError where torch makes chalf."""
-    want = torch_name(fn_torch())
-    if want == COMPLEX32:
-        with pytest.raises(TypeError, match="complex32"):
-            fn_ember()
-        return
-    assert ember_name(fn_ember()) == want
+    """ember's result name equals torch's (complex32 included)."""
+    assert ember_name(fn_ember()) == torch_name(fn_torch())
 
 
 def E(name):
@@ -118,11 +110,10 @@ def test_result_type_follows_default_dtype():
                 et, tt = _tensor(ember, other, 1), _tensor(torch, other, 1)
                 assert ember_name(ember.result_type(et, 2.5)) == \
                     torch_name(torch.result_type(tt, 2.5))
-            for other in NAMES:
-                if name != "float16":  # float16 makes complex32 the default complex dtype
-                    et, tt = _tensor(ember, other, 1), _tensor(torch, other, 1)
-                    _expect(lambda tt=tt: torch.result_type(tt, 1j),
-                            lambda et=et: ember.result_type(et, 1j))
+            for other in NAMES:  # float16 makes complex32 the default complex dtype
+                et, tt = _tensor(ember, other, 1), _tensor(torch, other, 1)
+                _expect(lambda tt=tt: torch.result_type(tt, 1j),
+                        lambda et=et: ember.result_type(et, 1j))
             assert ember.tensor(1.5).dtype is E(name)
             assert ember.finfo().dtype == name
     finally:

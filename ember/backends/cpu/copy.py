@@ -8,10 +8,11 @@ import numpy as np
 
 from ember.backends.cpu._util import arr, ignore_fp_errors
 from ember.backends.cpu._xp import array_module
+from ember.core import dtype as dt
 from ember.core.device import CPU, Device
 from ember.memory.devices import get_backend
 from ember.ops import copy as cp
-from ember.tensor import Tensor
+from ember.tensor import Tensor, store_resolved
 
 
 def _transfer(source, src: Device, dst: Device, non_blocking: bool):
@@ -49,6 +50,9 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
                 source = source.real
             if src._device is not self._device and src._device != self._device:
                 source = _transfer(source, src._device, self._device, non_blocking)
+        if self._dtype is dt.complex32:  # NOTE [complex32 storage] in ember/tensor/tensor.py
+            store_resolved(self, source)
+            return self
         xp = np if self._device is CPU else array_module(self)
         with ignore_fp_errors():
             xp.copyto(arr(self), source, casting="unsafe")
