@@ -81,6 +81,13 @@ def _float(x: Tensor) -> Tensor:
     return x if x.dtype.is_floating_point else x.to(dt.get_default_dtype())
 
 
+def _no_complex(kernel: str, input) -> None:
+    """torch's NotImplementedError for a kernel without complex types."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        from ember.ops.pointwise import not_implemented
+        raise not_implemented(kernel, input.dtype)
+
+
 def entr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Entropy terms ``-x log x``: 0 at 0, ``-inf`` for negative ``x`` (``special.entr``).
 
@@ -88,6 +95,7 @@ def entr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         >>> ember.special.entr(ember.tensor([0.5]))
         tensor([0.3466])
     """
+    _no_complex("entr_cpu", input)
     x = _float(input)
     value = where(x > 0, -xlogy(x, x), 0.0)
     return write_out(where(x < 0, -math.inf, value), out, "entr")
@@ -100,6 +108,7 @@ def ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         >>> ember.special.ndtr(ember.tensor([1.0]))
         tensor([0.8413])
     """
+    _no_complex("erf_vml_cpu", input)
     return write_out((1 + erf(_float(input) * (1 / math.sqrt(2)))) * 0.5, out, "ndtr")
 
 
@@ -118,7 +127,7 @@ def log_ndtr(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """
     from ember.core import dtype as dt
     from ember.ops.pointwise import not_implemented
-    if input.dtype in (dt.float16, dt.bfloat16):
+    if input.dtype in (dt.float16, dt.bfloat16) or input.dtype.is_complex:
         raise not_implemented("log_ndtr_cpu", input.dtype)
     x = _float(input)
     low, right = x < -1, x > 0
@@ -142,6 +151,9 @@ def xlog1py(input, other, *, out: Tensor | None = None) -> Tensor:
     from ember.ops._promotion import Promotion, promoted_dtype
     from ember.ops.special import _device_of, _tensor_of
     _, res = promoted_dtype(Promotion.INT_TO_FLOAT, input, other)
+    if res.is_complex:
+        from ember.ops.pointwise import not_implemented
+        raise not_implemented("xlog1py_cpu", res)
     device = _device_of(input, other)
     x, y = _tensor_of(input, res, device), _tensor_of(other, res, device)
     value = where(x == 0, 0.0, x * log1p(y))

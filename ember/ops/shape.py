@@ -1304,8 +1304,9 @@ def searchsorted_check(seq: Tensor, values, out_int32: bool, right: bool, side, 
                                f"size, but got boundary tensor {list(seq._shape)}and got sorter "
                                f"tensor {list(sorter._shape)}")
     has_values = numel(values._shape) if isinstance(values, Tensor) else 1
-    if has_values and result_type(seq, values) is dt.bool_:
-        raise _not_implemented("searchsorted_out_cpu", dt.bool_)
+    common = result_type(seq, values)
+    if has_values and (common is dt.bool_ or common.is_complex):  # no order for complex
+        raise _not_implemented("searchsorted_out_cpu", common)
     return result
 
 

@@ -68,7 +68,7 @@ def _opmath(d: dt.DType) -> dt.DType:
 
 def _to_float(x: Tensor) -> Tensor:
     """Integral and bool tensors become the default float dtype (INT_TO_FLOAT promotion)."""
-    return x if x._dtype.is_floating_point else x.to(dt.get_default_dtype())
+    return x if x._dtype.is_floating_point or x._dtype.is_complex else x.to(dt.get_default_dtype())
 
 
 def write_out(result: Tensor, out: Tensor | None, name: str = "") -> Tensor:
@@ -272,6 +272,8 @@ def deg2rad(input, *, out=None):
         [3.1415927410125732]
     """
     _require("deg2rad", input)
+    if input._dtype.is_complex:
+        raise RuntimeError("deg2rad is not supported for complex tensors.")
     return write_out(_to_float(input) * (math.pi / 180.0), out, "deg2rad")
 
 
@@ -284,6 +286,8 @@ def rad2deg(input, *, out=None):
         [28.647890090942383]
     """
     _require("rad2deg", input)
+    if input._dtype.is_complex:
+        raise RuntimeError("rad2deg is not supported for complex tensors.")
     return write_out(_to_float(input) * (180.0 / math.pi), out, "rad2deg")
 
 
@@ -492,6 +496,9 @@ def polygamma(n, input, *, out=None):
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     x = _to_float(input)
     res = x._dtype
+    if res.is_complex and n:  # torch's trigamma and polygamma kernels have no complex types
+        raise NotImplementedError(f"\"{'trigamma' if n == 1 else 'polygamma'}\" not "
+                                  f"implemented for '{res.scalar_name}'")
     if n == 0:
         return write_out(digamma(x), out, "polygamma")
     x = x.to(_opmath(res))

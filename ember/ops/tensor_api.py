@@ -678,7 +678,8 @@ def unravel_index(indices, shape) -> tuple:
     from ember.ops.creation import tensor
     if not isinstance(indices, Tensor):
         indices = tensor(indices)
-    if indices._dtype.is_floating_point or indices._dtype is dt.bool_:
+    if indices._dtype.is_floating_point or indices._dtype.is_complex or \
+            indices._dtype is dt.bool_:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices._dtype}")
     indices = indices.to(dt.int64)
     shape = normalize_shape((shape,)) if not isinstance(shape, int) else (shape,)

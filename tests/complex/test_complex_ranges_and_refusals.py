@@ -326,3 +326,36 @@ def test_silu_and_unfold_fold_of_complex_match_torch():
     y = _complex((1, 8, 6))
     e, t = _both(lambda L: L.nn.functional.fold(L.tensor(y), (3, 4), 2))
     _check(e, t, 1e-15)
+
+
+MORE_REFUSALS = {
+    "deg2rad": lambda L: L.deg2rad(_x(L)),
+    "rad2deg_": lambda L: _x(L).rad2deg_(),
+    "polygamma1": lambda L: L.polygamma(1, _x(L)),
+    "polygamma3": lambda L: L.special.polygamma(3, _x(L)),
+    "mvlgamma": lambda L: L.mvlgamma(_x(L), 2),
+    "entr": lambda L: L.special.entr(_x(L)),
+    "ndtr": lambda L: L.special.ndtr(_x(L)),
+    "log_ndtr": lambda L: L.special.log_ndtr(_x(L)),
+    "xlog1py": lambda L: L.special.xlog1py(L.ones(3), _x(L, (3,))),
+    "searchsorted": lambda L: L.searchsorted(L.ones(4), _x(L, (2,))),
+    "bucketize": lambda L: L.bucketize(_x(L, (2,)), L.ones(4)),
+    "unravel_index": lambda L: L.unravel_index(_x(L, (2,)), (2, 2)),
+    "kl_div": lambda L: L.nn.functional.kl_div(_x(L), _x(L), reduction="sum"),
+    "cosine_similarity": lambda L: L.nn.functional.cosine_similarity(_x(L), L.ones(3, 2)),
+    "group_norm": lambda L: L.nn.functional.group_norm(_x(L, (2, 2, 3)), 1),
+    "batch_norm": lambda L: L.nn.functional.batch_norm(_x(L, (2, 2, 3)), None, None,
+                                                       training=True),
+    "instance_norm": lambda L: L.nn.functional.instance_norm(_x(L, (2, 2, 3))),
+    "arange": lambda L: L.arange(4, dtype=L.complex64),
+    "arange_bound": lambda L: L.arange(1j, 3),
+    "hann_window": lambda L: L.hann_window(4, dtype=L.complex128),
+}
+
+
+@pytest.mark.parametrize("name", MORE_REFUSALS)
+def test_more_complex_refusals_match_torch(name):
+    e, t = _both(MORE_REFUSALS[name])
+    assert isinstance(t, Exception), f"torch accepted {name}"
+    assert type(e) is type(t), (e, t)
+    assert str(e).replace("ember.", "") == str(t).replace("torch.", "")

@@ -962,6 +962,14 @@ def _affine(y: Tensor, weight, bias, view) -> Tensor:
     return y
 
 
+def _no_complex_kernel(kernel: str, input: Tensor, empty_too: bool = False) -> None:
+    """torch's NotImplementedError for a normalisation kernel without complex types (an empty
+    input reaches only group norm's)."""
+    if input.dtype.is_complex and (input.numel() or empty_too):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{input.dtype.scalar_name}'")
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -987,6 +995,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         _verify_batch_size(input.shape)
     elif running_mean is None or running_var is None:
         raise RuntimeError("running_mean must be defined in evaluation mode")
+    _no_complex_kernel("batch_norm", input)
     if input.numel() == 0:  # torch's empty-input path: statistics untouched, channel 0 affine
         out = input.clone()
         out = out * weight[0] if weight is not None else out
@@ -1031,6 +1040,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
         tensor([[[-1.,  1.],
                  [-1.,  1.]]])
     """
+    _no_complex_kernel("batch_norm", input)
     if (weight is not None or bias is not None) and not input.shape[0] * input.shape[1]:
         # torch applies the affine through a batch norm over N * C channels, which fails so
         raise IndexError("select(): index 0 out of range for tensor of size [0] at dimension 0")
@@ -1126,6 +1136,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    _no_complex_kernel("GroupNormKernelImpl", input, empty_too=True)
     per_group = (c // num_groups) * math.prod(input.shape[2:])  # not -1: n may be 0
     g = input.reshape(n, num_groups, per_group)
     mean = g.mean(-1, keepdim=True)
@@ -1158,6 +1169,10 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         >>> F.cosine_similarity(ember.tensor([[1.0, 0.0]]), ember.tensor([[2.0, 0.0]]))
         tensor([1.])
     """
+    common = dt.promote_types(x1.dtype, x2.dtype)
+    if common.is_complex:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{common.scalar_name}")
     x1, x2 = x1.broadcast_to(_bshape(x1, x2)), x2.broadcast_to(_bshape(x1, x2))
     n1 = _clamp_value(linalg_vector_norm(x1, 2, dim=dim, keepdim=True), eps)
     n2 = _clamp_value(linalg_vector_norm(x2, 2, dim=dim, keepdim=True), eps)
@@ -1369,6 +1384,8 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
                       "support size.'batchmean' divides only by the batch size, and aligns with "
                       "the KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", stacklevel=2)
+    if input.dtype.is_complex or target.dtype.is_complex:
+        raise RuntimeError("kl_div: Complex inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:

@@ -888,7 +888,7 @@ def _bucketize_errors():
 
 _add(
     OpInfo("searchsorted", lambda lib, s, v, **k: lib.searchsorted(s, v, **k), _search_samples,
-           dtypes=ALL, errors=_search_errors),
+           dtypes=ALL + COMPLEX, errors=_search_errors),
     OpInfo("searchsorted_nan", lambda lib, s, v, **k: lib.searchsorted(s, v, **k),
            _search_nan_samples, dtypes=FLOATS),
     OpInfo("searchsorted_out", lambda lib, s, v, out: lib.searchsorted(s, v, out=out),
@@ -896,7 +896,7 @@ _add(
                                     ember.empty(0, dtype=ember.int64)), {}, "out")],
            dtypes=NUMERIC),
     OpInfo("bucketize", lambda lib, v, b, **k: lib.bucketize(v, b, **k), _bucketize_samples,
-           dtypes=ALL, errors=_bucketize_errors),
+           dtypes=ALL + COMPLEX, errors=_bucketize_errors),
 )
 
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import ember
-from tests.opinfo import FLOATS, ErrorInput, OpInfo, SampleInput, make
+from tests.opinfo import COMPLEX, FLOATS, ErrorInput, OpInfo, SampleInput, make
 
 LOOSE = {"float32": (5e-5, 5e-5), "float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2)}
 F2 = FLOATS[:2]  # float32, float64
@@ -261,19 +261,19 @@ OPS = [
     OpInfo("native_layer_norm", _fn("native_layer_norm"), _native_layer_norm_samples, dtypes=F2,
            tol=LOOSE),
     OpInfo("top.rms_norm", _fn("rms_norm"), _rms_samples, dtypes=FLOATS, tol=LOOSE),
-    OpInfo("top.group_norm", _fn("group_norm"), _group_norm_samples, dtypes=FLOATS, tol=LOOSE),
-    OpInfo("top.batch_norm", _batch_norm_stats, _batch_norm_samples, dtypes=F2, tol=LOOSE),
-    OpInfo("top.instance_norm", _fn("instance_norm"), _instance_norm_samples, dtypes=F2,
+    OpInfo("top.group_norm", _fn("group_norm"), _group_norm_samples, dtypes=FLOATS + COMPLEX, tol=LOOSE),
+    OpInfo("top.batch_norm", _batch_norm_stats, _batch_norm_samples, dtypes=F2 + COMPLEX, tol=LOOSE),
+    OpInfo("top.instance_norm", _fn("instance_norm"), _instance_norm_samples, dtypes=F2 + COMPLEX,
            tol=LOOSE, errors=_instance_norm_errors),
     OpInfo("top.embedding", _fn("embedding"), _embedding_samples, dtypes=FLOATS),
-    OpInfo("top.cosine_similarity", _fn("cosine_similarity"), _cosine_samples, dtypes=F2,
+    OpInfo("top.cosine_similarity", _fn("cosine_similarity"), _cosine_samples, dtypes=F2 + COMPLEX,
            tol=LOOSE),
     OpInfo("top.pairwise_distance", _fn("pairwise_distance"), _pair_samples, dtypes=F2,
            tol=LOOSE),
     OpInfo("top.pdist", _fn("pdist"), lambda d: [SampleInput((_x((4, 3), d, "strided"),), {}),
                                                  SampleInput((_x((4, 3), d), 1.0), {})],
            dtypes=F2, tol=LOOSE),
-    OpInfo("top.kl_div", _fn("kl_div"), _kl_samples, dtypes=F2, tol=LOOSE),
+    OpInfo("top.kl_div", _fn("kl_div"), _kl_samples, dtypes=F2 + COMPLEX, tol=LOOSE),
     OpInfo("top.pixel_shuffle", _fn("pixel_shuffle"), _pixel_samples, dtypes=FLOATS),
     OpInfo("top.pixel_unshuffle", _fn("pixel_unshuffle"), _unshuffle_samples, dtypes=FLOATS,
            errors=_unshuffle_errors),
