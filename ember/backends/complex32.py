@@ -30,6 +30,7 @@ from ember.dispatch import FALLTHROUGH, AliasKey, DispatchKey, Kernel, Tag, regi
 from ember.dispatch.dispatcher import PerOpFallback, all_ops
 from ember.ops.creation import data_shape_dtype
 from ember.tensor import Tensor
+from ember.tensor.tensor import warn_chalf
 
 __all__: list[str] = []
 
@@ -216,7 +217,10 @@ def _wrap_factory(op) -> None:
         if kwargs.get("dtype") is None and op.name == "tensor" and \
                 dt.get_default_dtype() is dt.float16:  # Python complex data gives complex32
             kwargs = {**kwargs, "dtype": data_shape_dtype(args[0], None)[1]}
-        if kwargs.get("dtype") is not _CHALF or op.name in _FACTORIES_NATIVE:
+        if kwargs.get("dtype") is not _CHALF:
+            return inner.fn(op, ks, *args, **kwargs)
+        warn_chalf()
+        if op.name in _FACTORIES_NATIVE:
             return inner.fn(op, ks, *args, **kwargs)
         if op.name not in _FACTORIES_IN_COMPLEX64:
             raise _not_implemented(op.name)

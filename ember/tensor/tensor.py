@@ -763,8 +763,6 @@ def empty_tensor(shape: tuple, dtype: dt.DType, device: Device | None = None,
             t._mkey = None
             return t
         stride = contiguous_strides(shape)
-    if dtype is _CHALF and not _chalf_warned:
-        _warn_chalf()
     # int(): symbolic sizes of the compiler (int subclasses) stop at the allocator
     nbytes = int(storage_extent(shape, stride, 0)) * dtype.itemsize
     return make_tensor(Storage(nbytes, device), shape, stride, 0, dtype, device)
@@ -859,9 +857,12 @@ def numpy_view(t: Tensor) -> np.ndarray:
 _chalf_warned = False
 
 
-def _warn_chalf() -> None:
-    """torch's once-per-process warning on the first complex32 allocation."""
+def warn_chalf() -> None:
+    """torch's once-per-process warning on the first complex32 tensor a user makes (factories
+    and casts call it; internal probes do not)."""
     global _chalf_warned
+    if _chalf_warned:
+        return
     _chalf_warned = True
     warnings.warn("ComplexHalf support is experimental and many operators don't support it "
                   "yet.", UserWarning, stacklevel=3)

@@ -351,3 +351,15 @@ def test_refused_operators_like_torch(op):
                    "complex32 in torch; ember refuses it (no complex32 tensor routes the op)")
 def test_float16_tensor_with_complex_scalar():
     _same(ember.ones(2, dtype=ember.float16) * 1j, torch.ones(2, dtype=torch.float16) * 1j)
+
+
+def test_first_complex32_tensor_warns_once_like_torch(monkeypatch):
+    import sys
+    monkeypatch.setattr(sys.modules["ember.tensor.tensor"], "_chalf_warned", False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        ember.zeros(2, dtype=ember.chalf)
+        ember.ones(2).chalf()
+        ember.empty(1) + 1  # other dtypes never warn
+    assert [str(w.message) for w in seen] == \
+        ["ComplexHalf support is experimental and many operators don't support it yet."]

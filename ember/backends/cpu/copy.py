@@ -13,6 +13,7 @@ from ember.core.device import CPU, Device
 from ember.memory.devices import get_backend
 from ember.ops import copy as cp
 from ember.tensor import Tensor, store_resolved
+from ember.tensor.tensor import warn_chalf
 
 
 def _transfer(source, src: Device, dst: Device, non_blocking: bool):
@@ -51,6 +52,7 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
             if src._device is not self._device and src._device != self._device:
                 source = _transfer(source, src._device, self._device, non_blocking)
         if self._dtype is dt.complex32:  # NOTE [complex32 storage] in ember/tensor/tensor.py
+            warn_chalf()
             store_resolved(self, source)
             return self
         xp = np if self._device is CPU else array_module(self)
