@@ -135,7 +135,8 @@ class Gemm:
         if type(out) is np.ndarray and type(x) is np.ndarray and type(y) is np.ndarray:
             nd = out.ndim
             if nd == 2 and x.ndim == 2 and y.ndim == 2:
-                if self._gemm2(x, y, out, self.min_macs):
+                if out.size * x.shape[1] >= self.min_macs and \
+                        self._gemm2(x, y, out, self.min_macs):
                     return out
             elif nd == 3 and x.ndim == 3 and y.ndim == 3 and self._batched(x, y, out):
                 return out
