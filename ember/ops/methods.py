@@ -25,7 +25,7 @@ def _protocol_comparison(name: str):
 
 
 def _invert(self: Tensor) -> Tensor:
-    if self._dtype.is_floating_point:
+    if self._dtype.is_floating_point or self._dtype.is_complex:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
     return TENSOR_METHODS["bitwise_not"](self)

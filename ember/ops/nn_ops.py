@@ -302,6 +302,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
     _require_tensor("hardtanh", input)
     if input._dtype is dt.bool_:
         raise RuntimeError("Bool inputs not supported for hardtanh")
+    if input._dtype.is_complex:  # torch's hardtanh is a clamp
+        raise NotImplementedError("clamp is not supported for complex types")
     return Spec(input._shape, input._dtype)
 
 

@@ -65,8 +65,16 @@ def int_bounds(dtype: dt.DType) -> tuple[int, int]:
 _MANTISSA = {"float32": 24, "float64": 53, "float16": 11, "bfloat16": 8}
 
 
+def _no_kernel(kernel: str, dtype: dt.DType) -> NotImplementedError:
+    """torch's error for a random kernel without ``dtype`` (complex ones)."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{_TN[dtype.name]}'")
+
+
 def check_range(op: str, low: int, high: int, dtype: dt.DType) -> None:
     """torch's ``random_``/``randint`` bounds rules for ``[low, high)`` in ``dtype``."""
+    if dtype.is_complex:
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and "
+                           "boolean types")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
@@ -187,6 +195,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     dtype = dtype or (out._dtype if out is not None else dt.int64)
     if dtype is dt.bool_:
         raise NotImplementedError("randperm: not implemented for 'Bool'")
+    if dtype.is_complex:
+        raise _no_kernel("randperm", dtype)
     if n and n - 1 > int_bounds(dtype)[1]:
         raise RuntimeError(f"randperm: n={n} is too large for dtype {dtype}; expected n - 1 <= "
                            f"{int_bounds(dtype)[1]}")
@@ -329,6 +339,8 @@ def randint_like(input, low=None, high=None, *, generator=None, dtype=None, layo
           method=False)
 def bernoulli_tensor(input, *, generator=None, out=None):
     """0/1 samples with probabilities ``input`` (floating), in ``input``'s dtype."""
+    if input._dtype.is_complex and input.numel():
+        raise _no_kernel("bernoulli_tensor_cpu_self_", input._dtype)
     require_float("bernoulli", input._dtype, input._shape)
     return Spec(input._shape, input._dtype)
 
@@ -337,6 +349,8 @@ def bernoulli_tensor(input, *, generator=None, out=None):
 def bernoulli_p(input, p, *, generator=None):
     """0/1 samples with one probability ``p``, shaped like ``input`` (its dtype)."""
     check_p("bernoulli_", p)
+    if input._dtype.is_complex and input.numel():
+        raise _no_kernel("bernoulli_scalar_cpu_", input._dtype)
     return Spec(input._shape, input._dtype)
 
 
@@ -474,6 +488,8 @@ def geometric_(self, p, *, generator=None):
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     if self._dtype is dt.bool_ and self.numel():
         raise NotImplementedError("geometric_: not implemented for 'Bool'")
+    if self._dtype.is_complex and self.numel():
+        raise _no_kernel("geometric_cpu", self._dtype)
     return _self_spec(self)
 
 
@@ -516,6 +532,8 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
 def bernoulli_float_(self, p=0.5, *, generator=None):
     """Fill ``self`` with 0/1 samples of probability ``p``."""
     check_p("bernoulli_", p)
+    if self._dtype.is_complex and self.numel():
+        raise _no_kernel("bernoulli_scalar_cpu_", self._dtype)
     return _self_spec(self)
 
 
@@ -523,6 +541,8 @@ def bernoulli_float_(self, p=0.5, *, generator=None):
           method=None)
 def bernoulli_tensor_(self, p, *, generator=None):
     """Fill ``self`` with 0/1 samples of elementwise probabilities ``p`` (broadcast to self)."""
+    if self._dtype.is_complex and self.numel():
+        raise _no_kernel("bernoulli_tensor_cpu_self_", self._dtype)
     require_float("bernoulli_", p._dtype, self._shape)
     expand_geometry(p._shape, p._stride, self._shape)  # raises like expand when p doesn't fit
     return _self_spec(self)
@@ -546,15 +566,21 @@ def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
           method=None)
 def random_from_(self, from_, to, *, generator=None):
     """Fill ``self`` with integers in ``[from_, to)`` (``to=None``: up to the dtype's max)."""
-    random_bounds(self._dtype, from_, to)
+    random_bounds(self._dtype, from_, to, numel(self._shape))
     return _self_spec(self)
 
 
-def random_bounds(dtype: dt.DType, from_=None, to=None) -> tuple[int, int]:
+def random_bounds(dtype: dt.DType, from_=None, to=None, count: int = 1) -> tuple[int, int]:
     """The half-open range ``random_`` samples for ``dtype`` (torch's defaults), checked.
 
     No bounds: ``[0, 2**significand]`` for floats, ``[0, max]`` for integers, both inclusive.
     """
+    if dtype.is_complex and from_ is None and to is None:
+        if not count:  # torch's kernel is never reached for an empty tensor
+            return 0, 1
+        raise _no_kernel("random_kernel_cpu", dtype)
+    if dtype.is_complex:
+        check_range("random_", 0, 1, dtype)
     lo, hi = int_bounds(dtype)
     from_ = 0 if from_ is None else int(from_)
     if to is None:

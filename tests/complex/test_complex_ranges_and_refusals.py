@@ -359,3 +359,35 @@ def test_more_complex_refusals_match_torch(name):
     assert isinstance(t, Exception), f"torch accepted {name}"
     assert type(e) is type(t), (e, t)
     assert str(e).replace("ember.", "") == str(t).replace("torch.", "")
+
+
+RANDOM_AND_CLAMP_REFUSALS = {
+    "random_": lambda L: _x(L).random_(),
+    "random_to": lambda L: _x(L).random_(5),
+    "randint": lambda L: L.randint(0, 3, (2,), dtype=L.complex64),
+    "randint_like": lambda L: L.randint_like(_x(L), 3),
+    "randperm": lambda L: L.randperm(3, dtype=L.complex128),
+    "bernoulli_p": lambda L: L.bernoulli(_x(L), 0.3),
+    "bernoulli": lambda L: L.bernoulli(_x(L)),
+    "bernoulli_tensor_": lambda L: _x(L, (3,)).bernoulli_(L.ones(3) * 0.5),
+    "geometric_": lambda L: _x(L).geometric_(0.5),
+    "hardtanh": lambda L: L.nn.functional.hardtanh(_x(L)),
+    "relu6": lambda L: L.nn.functional.relu6(_x(L)),
+    "glu": lambda L: L.nn.functional.glu(_x(L, (2, 4))),
+    "invert": lambda L: ~_x(L),
+}
+
+
+@pytest.mark.parametrize("name", RANDOM_AND_CLAMP_REFUSALS)
+def test_random_and_clamp_refusals_match_torch(name):
+    e, t = _both(RANDOM_AND_CLAMP_REFUSALS[name])
+    assert isinstance(t, Exception), f"torch accepted {name}"
+    assert type(e) is type(t), (e, t)
+    assert str(e) == str(t)
+
+
+def test_empty_complex_tensors_skip_the_random_kernels_as_torch():
+    for fn in (lambda L: _x(L, (0,)).random_(), lambda L: _x(L, (0,)).geometric_(0.5),
+               lambda L: _x(L, (0,)).bernoulli_(0.5)):
+        e, t = _both(fn)
+        assert tuple(e.shape) == tuple(t.shape) == (0,)

@@ -269,7 +269,7 @@ def _bernoulli_tensor_fill(g, self, p):
 
 
 def _random_fill(g, self, from_, to):
-    lo, hi = rd.random_bounds(self._dtype, from_, to)
+    lo, hi = rd.random_bounds(self._dtype, from_, to, _n(self))
     return g.integers(_n(self), lo, hi)
 
 

@@ -523,6 +523,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{input.shape[d]}")
+    _no_complex_kernel("glu_cpu", input, empty_too=True)
     a, b = input.chunk(2, d)
     return a * b.sigmoid()
 
@@ -964,7 +965,7 @@ def _affine(y: Tensor, weight, bias, view) -> Tensor:
 
 def _no_complex_kernel(kernel: str, input: Tensor, empty_too: bool = False) -> None:
     """torch's NotImplementedError for a normalisation kernel without complex types (an empty
-    input reaches only group norm's)."""
+    input reaches only group norm's and glu's)."""
     if input.dtype.is_complex and (input.numel() or empty_too):
         raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                   f"'{input.dtype.scalar_name}'")

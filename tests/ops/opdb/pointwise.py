@@ -122,7 +122,7 @@ OPS += [
     OpInfo("neg_op", lambda lib, x: -x, _unary("neg", None), dtypes=ALL),
     # ~float raises TypeError in torch (its __invert__ checks first); see test_pointwise_extra
     OpInfo("invert_op", lambda lib, x: ~x, _unary("bitwise_not", None),
-           dtypes=("int8", "int16", "int32", "int64", "uint8", "bool")),
+           dtypes=("int8", "int16", "int32", "int64", "uint8", "bool") + COMPLEX),
     OpInfo("abs_op", lambda lib, x: abs(x), _unary("abs", None), dtypes=ALL),
 ]
 
