@@ -616,6 +616,14 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
                            f"amin but got {reduce}.")
     if index.ndim > 1:
         raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    from ember.ops.scatter_gather import no_complex_autograd
+    if input._dtype.is_complex and (not include_self or reduce in ("amax", "amin")):
+        # torch's kernels: no exclude-input init and no maximum/minimum for complex types
+        kernel = "index_reduce_func_exclude_input_init" if not include_self else \
+            ("maximum_cpu" if reduce == "amax" else "minimum_cpu")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{input._dtype.scalar_name}'")
+    no_complex_autograd("index_reduce", input, source)
     d = dim % max(input.ndim, 1)
     shape = [1] * source.ndim
     shape[d] = index.numel()

@@ -323,7 +323,24 @@ def scatter_reduce(self, dim, index, src, reduce, *, include_self=True, out=None
     """
     _check_tensor(src, "scatter_reduce", "src")
     _scatter_rule("scatter_reduce", self, dim, index, src, reduce, False)
+    _no_complex_extremum(self, reduce)
+    no_complex_autograd("scatter_reduce", self, src)
     return Spec(self._shape, self._dtype)
+
+
+def no_complex_autograd(name: str, *tensors: Tensor) -> None:
+    """torch records no gradient for this op's complex outputs: it refuses at the call."""
+    if tensors[0]._dtype.is_complex and is_grad_enabled() and \
+            any(t.requires_grad for t in tensors):
+        raise RuntimeError(f"{name} does not support automatic differentiation for outputs "
+                           f"with complex dtype.")
+
+
+def _no_complex_extremum(self: Tensor, reduce: str) -> None:
+    """torch's amax/amin scatter kernels have no order for complex numbers."""
+    if reduce in ("amax", "amin") and self._dtype.is_complex:
+        raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{reduce}\" not "
+                                  f"implemented for '{self._dtype.scalar_name}'")
 
 
 _PROD_DOUBLE = ("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
@@ -382,12 +399,15 @@ def _scatter_reduce_backward(ctx, grad):
 def _prod_backward(ctx, grad):
     dim, index, inc = ctx.dim, ctx.index, ctx.include_self
     self, src, result = ctx.self, ctx.src, ctx.result
+    if self._dtype.is_complex:  # products of the other factors, conjugated (torch's rule)
+        self, src, result = self.conj(), src.conj(), result.conj()
     masked_self = self.masked_fill(self == 0, 1)
     g_self = grad * masked_self.scatter_reduce(dim, index, src, "prod", include_self=inc) \
         / masked_self
     src_zero = src == 0
-    zeros_at = zeros(self.shape, dtype=grad.dtype, device=grad.device).scatter_add(
-        dim, index, src_zero.to(grad.dtype)).gather(dim, index)
+    count = grad.dtype.to_real() if grad.dtype.is_complex else grad.dtype
+    zeros_at = zeros(self.shape, dtype=count, device=grad.device).scatter_add(
+        dim, index, src_zero.to(count)).gather(dim, index)
     single = src_zero & (zeros_at == 1)
     masked_src_result = self.scatter_reduce(dim, index, src.masked_fill(single, 1), "prod",
                                             include_self=inc)
@@ -413,6 +433,7 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """
     _check_tensor(src, "scatter_reduce_", "src")
     _scatter_rule("scatter_reduce", self, dim, index, src, reduce, False)
+    _no_complex_extremum(self, reduce)
     return _inplace_spec(self)
 
 

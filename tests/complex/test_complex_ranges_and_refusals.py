@@ -391,3 +391,27 @@ def test_empty_complex_tensors_skip_the_random_kernels_as_torch():
                lambda L: _x(L, (0,)).bernoulli_(0.5)):
         e, t = _both(fn)
         assert tuple(e.shape) == tuple(t.shape) == (0,)
+
+
+SCATTER_REFUSALS = {
+    "scatter_reduce_amax": lambda L: _x(L, (2, 3)).scatter_reduce(
+        0, L.tensor([[0, 1, 0]]), _x(L, (1, 3)), "amax"),
+    "scatter_reduce__amin": lambda L: _x(L, (2, 3)).scatter_reduce_(
+        0, L.tensor([[0, 1, 0]]), _x(L, (1, 3)), "amin"),
+    "scatter_reduce_autograd": lambda L: _x(L, (2, 3)).scatter_reduce(
+        0, L.tensor([[0, 1, 0]]), _x(L, (1, 3)).requires_grad_(), "sum"),
+    "index_reduce_exclude_self": lambda L: _x(L, (2, 3)).index_reduce(
+        0, L.tensor([1]), _x(L, (1, 3)), "prod", include_self=False),
+    "index_reduce_amax": lambda L: _x(L, (2, 3)).index_reduce(0, L.tensor([1]), _x(L, (1, 3)),
+                                                              "amax"),
+    "index_reduce_autograd": lambda L: _x(L, (2, 3)).requires_grad_().index_reduce(
+        0, L.tensor([1]), _x(L, (1, 3)), "mean"),
+}
+
+
+@pytest.mark.parametrize("name", SCATTER_REFUSALS)
+def test_scatter_and_index_reduce_refusals_match_torch(name):
+    e, t = _both(SCATTER_REFUSALS[name])
+    assert isinstance(t, Exception), f"torch accepted {name}"
+    assert type(e) is type(t), (e, t)
+    assert str(e) == str(t)

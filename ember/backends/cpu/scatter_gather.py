@@ -168,7 +168,7 @@ def _scatter_reduce_into(target: np.ndarray, dim: int, index: Tensor, src: Tenso
     if reduce == "mean":
         counts = module_of(t).full(t.shape, int(include_self), np.int64)
         ufunc_at(module_of(t), np.add, counts, key, 1)
-        divide = np.divide if work.dtype.kind == "f" else np.floor_divide
+        divide = np.divide if work.dtype.kind in "fc" else np.floor_divide
         divide(work, counts, out=work, where=counts > 0, casting="unsafe")
     if work is not t:
         np.copyto(t, work, casting="unsafe")

@@ -561,7 +561,8 @@ def _index_reduce__fn(lib, x, *a, **k):
 
 OPS += [
     OpInfo("index_reduce", _index_reduce_fn, _index_reduce_samples,
-           dtypes=FLOATS + ("int64", "int32"), tol=LOOSE, errors=_index_reduce_errors),
+           dtypes=FLOATS + ("int64", "int32") + COMPLEX, tol=LOOSE, errors=_index_reduce_errors),
+    # complex64 only: torch's in-place complex prod gradient is not conjugated (ember's is)
     OpInfo("index_reduce_", _index_reduce__fn, _index_reduce_samples,
-           dtypes=("float32", "float64", "int64"), tol=LOOSE),
+           dtypes=("float32", "float64", "int64", "complex64"), tol=LOOSE),
 ]
