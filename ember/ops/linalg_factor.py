@@ -70,7 +70,7 @@ def _linalg_triangular_solve(A, B, upper, left, unitriangular):
     if A._dtype is not B._dtype:
         raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, "
                            f"but found A of type {_tn(A)} and B of type {_tn(B)} instead")
-    if A._dtype not in (dt.float32, dt.float64):
+    if A._dtype not in (dt.float32, dt.float64, dt.complex64, dt.complex128):
         raise _not_implemented("triangular_solve_cpu", A)
     batch = broadcast_shapes(A._shape[:-2], B._shape[:-2])
     return Spec(tuple(batch) + B._shape[-2:], B._dtype)
@@ -83,13 +83,14 @@ def _triangle(G: Tensor, upper: bool, unitriangular: bool) -> Tensor:
 
 @derivative(_linalg_triangular_solve, save=("A", "result"))
 def _linalg_triangular_solve_backward(ctx, grad):
-    # X = A^{-1} B: gB = A^{-T} g; gA = -gB X^T on A's triangle (X A = B: gA = -X^T gB).
+    # X = A^{-1} B: gB = A^{-H} g; gA = -gB X^H on A's triangle (X A = B: gA = -X^H gB);
+    # ^H is ^T for real tensors (complex gradients by torch's conjugate convention)
     A, X = ctx.A, ctx.result
     upper, left, unit = ctx.upper, ctx.left, ctx.unitriangular
-    gB = _linalg_triangular_solve(A.mT, grad, not upper, left, unit)
+    gB = _linalg_triangular_solve(A.mH, grad, not upper, left, unit)
     gA = None
     if ctx.needs_input_grad[0]:
-        gA = _triangle(-(matmul(gB, X.mT) if left else matmul(X.mT, gB)), upper, unit)
+        gA = _triangle(-(matmul(gB, X.mH) if left else matmul(X.mH, gB)), upper, unit)
     return gA, gB
 
 
@@ -101,7 +102,7 @@ def _lu_checks(name: str, A, pivot: bool) -> None:
     if A.ndim < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
                            f"size: {list(A._shape)} instead")
-    if A._dtype not in (dt.float32, dt.float64):
+    if A._dtype not in (dt.float32, dt.float64, dt.complex64, dt.complex128):
         raise _not_implemented("lu_cpu", A)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
@@ -122,7 +123,8 @@ def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
     Raises:
         RuntimeError: fewer than 2 dims, ``pivot=False`` (not on the CPU, as torch), a zero
             pivot with ``check_errors``.
-        NotImplementedError: dtypes other than float32/float64.
+        NotImplementedError: dtypes other than float32/float64/complex64/complex128 (complex
+            pivots by LAPACK's |re| + |im| rule).
 
     Example:
         >>> LU, pivots, info = ember.linalg.lu_factor_ex(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
@@ -150,7 +152,8 @@ def _lu_factors(LU: Tensor, k: int):
 # NOTE [LU derivative]
 # With A = P L U, dA = P (dL U + L dU), so P^T dA = dL U + L dU; L^{-1} P^T dA U^{-1} splits
 # into a strictly lower part (L^{-1} dL) and an upper part (dU U^{-1}). Pulling a cotangent
-# (gL, gU) back gives, for square A, gA = P L^{-T} (tril_{-1}(L^T gL) + triu(gU U^T)) U^{-T}.
+# (gL, gU) back gives, for square A, gA = P L^{-H} (tril_{-1}(L^H gL) + triu(gU U^H)) U^{-H}
+# (^H is ^T for real A; complex gradients by torch's conjugate convention).
 # Wide A (m < n, U = [U1 U2]): U2's gradient passes straight through L^{-T}; the first block
 # solves against U1. Tall A (m > n, L = [L1; L2]) is the transpose of the wide case.
 def _lu_backward(P, L, U, gL, gU):
@@ -159,21 +162,21 @@ def _lu_backward(P, L, U, gL, gU):
     m, n = L.shape[-2], U.shape[-1]
     k = min(m, n)
     if m <= n:
-        phi = matmul(L.mT, gL) - (matmul(gU.triu(), U.mT) if m < n else 0)
+        phi = matmul(L.mH, gL) - (matmul(gU.triu(), U.mH) if m < n else 0)
         if m == n:
-            phi = phi.tril(-1) + matmul(gU, U.mT).triu()
-            gA = solve(U.mT, phi, upper=False, left=False)
+            phi = phi.tril(-1) + matmul(gU, U.mH).triu()
+            gA = solve(U.mH, phi, upper=False, left=False)
         else:
             U1, gU1 = U[..., :, :k], gU[..., :, :k]
-            gA = solve(U1.mT, phi.tril(-1), upper=False, left=False)
+            gA = solve(U1.mH, phi.tril(-1), upper=False, left=False)
             gA = lib.cat([gA + gU1.triu(), gU[..., :, k:]], -1)
-        gA = solve(L.mT, gA, upper=True, unitriangular=True)
+        gA = solve(L.mH, gA, upper=True, unitriangular=True)
     else:
         L1, gL1 = L[..., :k, :], gL[..., :k, :]
-        phi = (matmul(gU, U.mT) - matmul(L.mT, gL.tril(-1))).triu()
-        gA = solve(L1.mT, phi, upper=True, unitriangular=True)
+        phi = (matmul(gU, U.mH) - matmul(L.mH, gL.tril(-1))).triu()
+        gA = solve(L1.mH, phi, upper=True, unitriangular=True)
         gA = lib.cat([gA + gL1.tril(-1), gL[..., k:, :]], -2)
-        gA = solve(U.mT, gA, upper=False, left=False)
+        gA = solve(U.mH, gA, upper=False, left=False)
     return matmul(P, gA)
 
 
@@ -299,7 +302,7 @@ def _lu_solve_checks(LU, pivots, B, left: bool) -> None:
 @composite("linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, "
            "bool adjoint=False) -> Tensor", method=False)
 def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
-    """Solve ``A X = B`` (``X A = B`` when not ``left``; ``A^T`` for ``adjoint``) given
+    """Solve ``A X = B`` (``X A = B`` when not ``left``; ``A^H`` for ``adjoint``) given
     ``A``'s compact LU (``torch.linalg.lu_solve``). Differentiable in ``LU`` and ``B``.
 
     Shape: ``LU (*, n, n)``, ``B (*, n, k)`` (``(*, k, n)`` when not ``left``); batch dims
@@ -318,14 +321,14 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
         X = solve(L, matmul(P.mT, B), upper=False, unitriangular=True)
         return solve(U, X, upper=True)
     if left:  # A^T X = B: X = P L^{-T} U^{-T} B
-        X = solve(U.mT, B, upper=False)
-        return matmul(P, solve(L.mT, X, upper=True, unitriangular=True))
+        X = solve(U.mH, B, upper=False)
+        return matmul(P, solve(L.mH, X, upper=True, unitriangular=True))
     if not adjoint:  # X A = B: X = B U^{-1} L^{-1} P^T
         X = solve(U, B, upper=True, left=False)
         return matmul(solve(L, X, upper=False, left=False, unitriangular=True), P.mT)
     # X A^T = B: X = B P L^{-T} U^{-T}
-    X = solve(L.mT, matmul(B, P), upper=True, left=False, unitriangular=True)
-    return solve(U.mT, X, upper=False, left=False)
+    X = solve(L.mH, matmul(B, P), upper=True, left=False, unitriangular=True)
+    return solve(U.mH, X, upper=False, left=False)
 
 
 @composite("lu(Tensor A, bool pivot=True, bool get_infos=False) -> Tensor[]", method="lu")

@@ -1,4 +1,5 @@
-"""CPU kernels of the linalg_factor family: LU with partial pivoting (NumPy has no ``getrf``).
+"""CPU kernels of the linalg_factor family: LU with partial pivoting (NumPy has no ``getrf``),
+real and complex.
 
 The factorisation is LAPACK's unblocked right-looking ``getf2``, vectorised over the batch:
 one Python step per column (the pivot is the first entry of largest magnitude, as ``idamax``),
@@ -25,7 +26,9 @@ def _getf2(a: np.ndarray, xp) -> tuple[np.ndarray, np.ndarray]:
     info = xp.zeros((nb,), dtype=np.int32)
     batch = xp.arange(nb)
     for j in range(k):
-        p = j + xp.argmax(xp.abs(a[:, j:, j]), axis=1)  # (B,) first largest, like idamax
+        col = a[:, j:, j]  # complex: |re| + |im|, as izamax
+        mag = xp.abs(col.real) + xp.abs(col.imag) if col.dtype.kind == "c" else xp.abs(col)
+        p = j + xp.argmax(mag, axis=1)  # (B,) first largest, like idamax
         pivots[:, j] = p + 1
         pivot_val = a[batch, p, j]
         nonzero = pivot_val != 0
@@ -95,7 +98,11 @@ def _substitute(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool, xp) -> np
             if row.shape[-1]:
                 x[..., i:i + 1, :] -= xp.matmul(row, x[..., done, :])
             if not unit:
-                x[..., i:i + 1, :] /= a[..., i:i + 1, i:i + 1]
+                pivot = a[..., i:i + 1, i:i + 1]
+                x[..., i:i + 1, :] /= pivot
+                if x.dtype.kind == "c":  # a complex division by zero is NaN+NaNj, as ztrsm's
+                    x[..., i:i + 1, :] = xp.where(pivot == 0, complex(np.nan, np.nan),
+                                                  x[..., i:i + 1, :])
     return x
 
 

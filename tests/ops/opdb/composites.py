@@ -470,7 +470,8 @@ def _matrix_exp_samples(d):
     yield SampleInput((make((1, 1), d),), {}, "1x1")
 
 
-_EX_TOL = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-11), "complex64": (1e-4, 1e-5)}
+_EX_TOL = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-11), "complex64": (1e-4, 1e-5),
+           "complex128": (1e-9, 1e-11)}
 OPS += [
     OpInfo("linalg.inv_ex", _linalg("inv_ex"), _ex_samples("inv"), dtypes=FLOATS[:2],
            tol=_EX_TOL),
@@ -481,7 +482,7 @@ OPS += [
     OpInfo("linalg_ex_failures", _singular_ex, _singular_samples, dtypes=FLOATS[:2],
            meta=False),
     OpInfo("linalg.solve_triangular", _linalg("solve_triangular"), _triangular_samples,
-           dtypes=FLOATS[:2], tol=_EX_TOL),
+           dtypes=FLOATS[:2] + COMPLEX, tol=_EX_TOL),
     # meta=False: the number of squarings depends on the matrix's norm (data)
     OpInfo("linalg.matrix_exp", _linalg("matrix_exp"), _matrix_exp_samples, dtypes=FLOATS[:2],
            tol={"float32": (2e-5, 1e-5), "float64": (1e-10, 1e-12)}, meta=False),
@@ -504,7 +505,7 @@ def _triangular_solve_samples(d):
 
 
 OPS.append(OpInfo("triangular_solve", lambda lib, *a: tuple(_quiet("triangular_solve")(lib, *a)),
-                  _triangular_solve_samples, dtypes=FLOATS[:2], tol=_EX_TOL))
+                  _triangular_solve_samples, dtypes=FLOATS[:2] + COMPLEX, tol=_EX_TOL))
 
 
 def _cond_samples(d):
