@@ -1828,7 +1828,7 @@ def _householder_checks(input: Tensor, tau: Tensor) -> None:
     if tau._dtype is not input._dtype:
         raise RuntimeError(f"{name}: tau dtype {_tn(tau)} does not match input dtype "
                            f"{_tn(input)}")
-    if input._dtype not in (dt.float32, dt.float64):
+    if input._dtype not in (dt.float32, dt.float64, dt.complex64, dt.complex128):
         raise _not_implemented("orgqr_cpu", input)
 
 
@@ -1856,7 +1856,7 @@ def linalg_householder_product(input, tau):
     for i in range(tau.shape[-1] - 1, -1, -1):  # Q = H_i Q, innermost reflector first
         v = V[..., i:i + 1]  # (*, m, 1)
         t = tau[..., i:i + 1].unsqueeze(-1)  # (*, 1, 1)
-        Q = Q - matmul(v * t, matmul(v.mT, Q))
+        Q = Q - matmul(v * t, matmul(v.mH, Q))  # H = I - tau v v^H (v^T when real)
     return Q
 
 

@@ -362,9 +362,9 @@ def lu_solve(b, LU_data, LU_pivots):
 @composite("ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, "
            "bool transpose=False) -> Tensor", method="ormqr")
 def ormqr(input, tau, other, left=True, transpose=False):
-    """``Q C``, ``Q^T C``, ``C Q`` or ``C Q^T`` for the full ``m x m`` ``Q = H_1 ... H_k`` of
-    Householder reflectors stored as by :func:`geqrf` (``torch.ormqr``, LAPACK's ``ormqr``).
-    Differentiable in all three tensors.
+    """``Q C``, ``Q^H C``, ``C Q`` or ``C Q^H`` (``^T`` when real) for the full ``m x m``
+    ``Q = H_1 ... H_k`` of Householder reflectors stored as by :func:`geqrf` (``torch.ormqr``,
+    LAPACK's ``ormqr``/``unmqr``). Differentiable in all three tensors.
 
     Shape: ``input (*, m, k)``... reflectors in its columns, ``tau (*, k)``, ``other (*, m, p)``
     (``(*, p, m)`` when not ``left``) -> as ``other``.
@@ -387,7 +387,9 @@ def ormqr(input, tau, other, left=True, transpose=False):
     for i in order:
         v = V[..., :, i:i + 1]  # (*, m, 1)
         t = tau[..., i:i + 1].unsqueeze(-1)  # (*, 1, 1)
-        C = C - matmul(v * t, matmul(v.mT, C)) if left else C - matmul(matmul(C, v), v.mT * t)
+        if transpose and t.is_complex():  # Q^H: each H_i^H = I - conj(tau_i) v v^H
+            t = t.conj()
+        C = C - matmul(v * t, matmul(v.mH, C)) if left else C - matmul(matmul(C, v), v.mH * t)
     return C
 
 
@@ -412,7 +414,7 @@ def _ormqr_checks(input, tau, other, left: bool) -> None:
             raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same "
                                f"dtype, but input has dtype {input._dtype.name} and {name} "
                                f"has dtype {t._dtype.name}")
-    if input._dtype not in (dt.float32, dt.float64):
+    if input._dtype not in (dt.float32, dt.float64, dt.complex64, dt.complex128):
         raise _not_implemented("ormqr_cpu", input)
 
 

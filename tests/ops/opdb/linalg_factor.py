@@ -215,8 +215,8 @@ OPS = [
            _legacy_lu_solve_samples, dtypes=F2[1:] + COMPLEX, tol=TOL),
     OpInfo("linalg.householder_product",
            lambda lib, a, tau: lib.linalg.householder_product(a, tau), _householder_samples,
-           dtypes=F2, tol=TOL),
-    OpInfo("ormqr", lambda lib, *a: lib.ormqr(*a), _ormqr_samples, dtypes=F2, tol=TOL),
+           dtypes=F2 + COMPLEX, tol=TOL),
+    OpInfo("ormqr", lambda lib, *a: lib.ormqr(*a), _ormqr_samples, dtypes=F2 + COMPLEX, tol=TOL),
     # meta=False: which residuals exist depends on the computed rank (data)
     OpInfo("linalg.lstsq", lambda lib, *a, **k: tuple(lib.linalg.lstsq(*a, **k)),
            _lstsq_samples, dtypes=F2 + COMPLEX, tol=TOL, meta=False),
