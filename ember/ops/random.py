@@ -224,6 +224,7 @@ def check_std(op: str, std, strict: bool = False) -> None:
           ", Tensor(a!)? out=None) -> Tensor", _R, method=False)
 def normal_tensor_tensor(mean, std, *, generator=None, out=None):
     """Normal samples with elementwise ``mean`` and ``std`` (broadcast); ``mean``'s dtype."""
+    _real_std(std)
     shape = broadcast_shapes(mean._shape, std._shape)
     return _normal_spec(shape, mean._dtype, out)
 
@@ -232,7 +233,8 @@ def _normal_spec(shape: tuple, dtype: dt.DType, out) -> Spec:
     """normal's result: ``shape``, the dtype of ``out`` when given (torch samples straight into
     it), else ``dtype``; floating only."""
     dtype = out._dtype if out is not None else dtype
-    require_float("normal", dtype, shape)
+    if not dtype.is_complex:  # complex means: complex samples (torch's normal_ of the output)
+        require_float("normal", dtype, shape)
     return Spec(shape, dtype)
 
 
@@ -248,7 +250,13 @@ def normal_tensor_float(mean, std=1.0, *, generator=None, out=None):
           ", Tensor(a!)? out=None) -> Tensor", _R, method=False)
 def normal_float_tensor(mean, std, *, generator=None, out=None):
     """Normal samples with a scalar ``mean`` and elementwise ``std``."""
+    _real_std(std)
     return _normal_spec(std._shape, std._dtype, out)
+
+
+def _real_std(std: Tensor) -> None:
+    if std._dtype.is_complex:
+        raise RuntimeError("normal expects standard deviation to be non-complex")
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
@@ -426,7 +434,8 @@ def _self_spec(self: Tensor) -> Spec:
 @_inplace("uniform_(Tensor(a!) self, float from=0, float to=1, *, " + _GEN +
           ") -> Tensor(a!)")
 def uniform_(self, from_=0.0, to=1.0, *, generator=None):
-    """Fill ``self`` with samples uniform in ``[from_, to)``; floating dtypes only.
+    """Fill ``self`` with samples uniform in ``[from_, to)``; floating dtypes, and complex
+    ones (each part uniform, as torch).
 
     Raises:
         RuntimeError: ``from_ > to``.
@@ -436,7 +445,8 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
         >>> bool((x >= -2).all() and (x < 2).all())
         True
     """
-    require_float("uniform_", self._dtype)  # torch checks bounds before looking at the size
+    if not self._dtype.is_complex:  # complex: each part uniform (torch's view_as_real)
+        require_float("uniform_", self._dtype)  # torch checks bounds before the size
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
@@ -445,14 +455,16 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 
 @_inplace("normal_(Tensor(a!) self, float mean=0, float std=1, *, " + _GEN + ") -> Tensor(a!)")
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    """Fill ``self`` with normal samples of ``mean`` and ``std``; floating dtypes only.
+    """Fill ``self`` with normal samples of ``mean`` and ``std``; floating dtypes, and complex
+    ones (each part ``N(mean, std^2 / 2)``, as torch).
 
     Example:
         >>> x = ember.empty(100, 100).normal_(mean=3.0, std=0.5)
         >>> round(x.mean().item(), 1), round(x.std().item(), 1)
         (3.0, 0.5)
     """
-    require_float("normal_", self._dtype, self._shape)
+    if not self._dtype.is_complex:  # complex: each part N(mean, std^2 / 2), as torch
+        require_float("normal_", self._dtype, self._shape)
     check_std("normal", std)
     return _self_spec(self)
 

@@ -415,3 +415,22 @@ def test_scatter_and_index_reduce_refusals_match_torch(name):
     assert isinstance(t, Exception), f"torch accepted {name}"
     assert type(e) is type(t), (e, t)
     assert str(e) == str(t)
+
+
+def test_complex_normal_and_uniform_fill_each_part_as_torch():
+    n = 20000
+    for lib in (ember, torch):
+        lib.manual_seed(3)
+        z = lib.zeros(n, dtype=lib.complex128).normal_(2.0, 3.0)
+        u = lib.zeros(n, dtype=lib.complex64).uniform_(-1.0, 3.0)
+        m = lib.normal(lib.full((n,), 1 + 2j, dtype=lib.complex128), 2.0)
+        assert z.dtype == lib.complex128 and u.dtype == lib.complex64 and m.dtype == z.dtype
+        # each part N(mean, std^2 / 2): 5 standard errors of the sample statistics
+        for part in (z.real, z.imag):
+            assert abs(part.mean().item() - 2.0) < 5 * 3.0 / math.sqrt(2 * n)
+            assert abs(part.std().item() - 3.0 / math.sqrt(2)) < 5 * 3.0 / math.sqrt(4 * n)
+        for part in (u.real, u.imag):
+            assert -1.0 <= part.min().item() and part.max().item() < 3.0
+        assert abs(m.imag.mean().item() - 2.0) < 5 * 2.0 / math.sqrt(2 * n)
+    e, t = _both(lambda L: L.normal(L.zeros(3), L.ones(3, dtype=L.complex64)))
+    assert type(e) is type(t) is RuntimeError and str(e) == str(t)

@@ -44,15 +44,15 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     return t
 
 
-def _complex_parts(sample, g: Generator, n: int, dtype: dt.DType, scale: float = 1.0):
-    """``n`` complex values whose (real, imag) pairs are ``2n`` draws of ``sample``, scaled."""
-    parts = np.asarray(sample(g, 2 * n, dtype.to_real()), np.float64) * scale
+def _complex_parts(sample, g: Generator, n: int, dtype: dt.DType, *args):
+    """``n`` complex values whose (real, imag) pairs are ``2n`` draws of ``sample(*args)``."""
+    parts = np.asarray(sample(g, 2 * n, dtype.to_real(), *args), np.float64)
     return parts.view(np.complex128)
 
 
 def _uniform(g: Generator, n: int, dtype: dt.DType, low: float = 0.0, high: float = 1.0):
-    if dtype.is_complex:  # torch: each part uniform in [0, 1)
-        return _complex_parts(_uniform, g, n, dtype)
+    if dtype.is_complex:  # torch: each part uniform in [low, high)
+        return _complex_parts(_uniform, g, n, dtype, low, high)
     u = g.uniform(n, dtype)
     if low == 0.0 and high == 1.0:
         return u
@@ -60,8 +60,9 @@ def _uniform(g: Generator, n: int, dtype: dt.DType, low: float = 0.0, high: floa
 
 
 def _normal(g: Generator, n: int, dtype: dt.DType, mean=0.0, std=1.0):
-    if dtype.is_complex:  # torch: each part has variance 1/2, so E|z|^2 = 1
-        return _complex_parts(_normal, g, n, dtype, 0.5 ** 0.5)
+    if dtype.is_complex:  # torch: each part N(mean, std^2 / 2), so E|z - mean|^2 = std^2
+        z = _complex_parts(_normal, g, n, dtype) * (std * 0.5 ** 0.5)
+        return z + complex(mean, mean) if mean else z
     return g.normal(n, dtype) * std + mean
 
 
@@ -116,8 +117,9 @@ def _normal_ff(mean, std, size, *, generator=None, out=None, dtype=None, layout=
 
 # -- normal from tensors ---------------------------------------------------------------------
 def _f64(x, shape) -> np.ndarray | float:
-    if isinstance(x, Tensor):
-        return np.broadcast_to(arr(x).astype(np.float64), shape)
+    if isinstance(x, Tensor):  # complex means stay complex
+        wide = np.complex128 if x._dtype.is_complex else np.float64
+        return np.broadcast_to(arr(x).astype(wide), shape)
     return float(x)
 
 
@@ -133,7 +135,9 @@ def _normal_tensor_kernel(op):
         g = _gen(generator)
         t = new_output(spec.shape, spec.dtype, out)
         n = numel(spec.shape)
-        z = g.normal(n, spec.dtype).reshape(spec.shape)
+        # complex: unit E|z|^2, each part N(0, 1/2), then scaled and shifted (torch's order)
+        z = (_normal(g, n, spec.dtype) if spec.dtype.is_complex else
+             g.normal(n, spec.dtype)).reshape(spec.shape)
         return _store(t, z * _f64(std, spec.shape) + _f64(mean, spec.shape))
 
     op.register("CPU", kernel)
