@@ -6,5 +6,5 @@ by the registry] in ember/memory/devices.py); ``autocast`` registers its policie
 ``mkl`` answers whether the CPU products run on MKL (``torch.backends.mkl``).
 """
 
-from ember.backends import autocast, meta, mkl  # noqa: F401  (registration happens on import)
-from ember.backends import complex32  # noqa: F401  (the ComplexHalf key's fallback)
+# autocast registers its policies, complex32 the ComplexHalf key's fallback, on import
+from ember.backends import autocast, complex32, meta, mkl  # noqa: F401
