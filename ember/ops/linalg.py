@@ -1472,11 +1472,15 @@ linalg_eigh.result_tuple = EighResult
 def _linalg_eigh_backward(ctx, gL, gV):
     # gA = V (diag(gL) + F o skew(V^H gV)) V^H, F_ij = 1 / (L_j - L_i): Hermitian, like
     # torch's (the forward reads one triangle; mH is mT for real tensors). For complex V the
-    # loss must not depend on the eigenvectors' phases (torch checks; ember assumes it).
+    # loss must not depend on the eigenvectors' phases: Im diag(V^H gV) = 0, checked as torch.
     L, V = linalg_eigh(ctx.A, ctx.UPLO)  # recomputed (NOTE [Linalg derivatives])
     if gV is None:
         return _eigvalsh_grad(gL, V)
     K = matmul(V.mH, gV)
+    if K._dtype.is_complex and bool((K.diagonal(0, -2, -1).imag.abs() > 1e-2).any()):
+        raise RuntimeError("linalg_eigh_backward: The eigenvectors in the complex case are "
+                           "specified up to multiplication by e^{i phi}. The specified loss "
+                           "function depends on this quantity, so it is ill-defined.")
     inner = 0.5 * (K - K.mH) / _unit_diag(L.unsqueeze(-2) - L.unsqueeze(-1))
     if gL is not None:
         inner = inner + gL.diag_embed()

@@ -154,3 +154,20 @@ def test_matrix_power_negative_of_an_integer_matrix_still_refuses():
         torch.linalg.matrix_power(torch.eye(2, dtype=torch.int64), -1)
     with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor"):
         ember.linalg.matrix_power(ember.eye(2, dtype=ember.int64), -1)
+
+
+def test_eigh_backward_refuses_a_phase_dependent_loss_as_torch():
+    m = _complex((3, 3))
+    a = m + m.conj().T
+    errors = []
+    for lib in (ember, torch):
+        x = lib.tensor(a, requires_grad=True)
+        _, V = lib.linalg.eigh(x)
+        with pytest.raises(RuntimeError) as info:  # the loss sees V's phases
+            lib.autograd.grad(V.real.sum() + V.imag.sum(), x)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    for lib in (ember, torch):  # |V|^2 is phase free: both differentiate it
+        x = lib.tensor(a, requires_grad=True)
+        _, V = lib.linalg.eigh(x)
+        lib.autograd.grad((V.abs() ** 2 * lib.arange(9.0).reshape(3, 3)).sum(), x)
