@@ -2,7 +2,7 @@
 
 ember's GEMMs go to MKL's CBLAS when the ``mkl`` distribution is installed (``pip install
 ember[mkl]``), else to NumPy's BLAS; ``EMBER_BLAS=numpy`` in the environment keeps NumPy's
-(NOTE [GEMM provider] in ``ember/backends/cpu/blas.py``). The choice is made on the first
+(NOTE [GEMM provider] in ``ember/backends/cpu/_blas.py``). The choice is made on the first
 product, or on the first call here, and holds for the process.
 """
 
@@ -12,7 +12,7 @@ __all__ = ["is_available", "version"]
 
 
 def _mkl():
-    from ember.backends.cpu import blas  # loads the CPU backend: only when asked
+    from ember.backends.cpu import _blas as blas  # loads the CPU backend: only when asked
 
     g = blas.provider()
     return g if g is not None and g.name == "mkl" else None

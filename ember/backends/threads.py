@@ -2,7 +2,7 @@
 
 ember's CPU kernels are NumPy: element-wise loops run on the calling thread, and the only
 thread pools are the BLAS libraries: the one NumPy links (OpenBLAS, MKL, Accelerate), and MKL
-when ember's products run on it (``ember/backends/cpu/blas.py``). So
+when ember's products run on it (``ember/backends/cpu/_blas.py``). So
 ``set_num_threads(n)`` sets that pool's size through ``threadpoolctl`` (it finds the loaded
 BLAS libraries and calls their own setters, e.g. ``openblas_set_num_threads``), and
 ``get_num_threads()`` reads NumPy's BLAS back. ember has no inter-op pool; the inter-op
@@ -53,7 +53,7 @@ def set_num_threads(n: int) -> None:
 
 def requested() -> int | None:
     """The count of the last ``set_num_threads`` call, or None: a BLAS loaded afterwards
-    (MKL, NOTE [GEMM provider] in ember/backends/cpu/blas.py) starts with it."""
+    (MKL, NOTE [GEMM provider] in ember/backends/cpu/_blas.py) starts with it."""
     return _intra[0]
 
 

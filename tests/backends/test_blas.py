@@ -1,4 +1,4 @@
-"""The GEMM provider (ember/backends/cpu/blas.py): the CBLAS stride, transpose and leading-
+"""The GEMM provider (ember/backends/cpu/_blas.py): the CBLAS stride, transpose and leading-
 dimension logic against np.matmul, run through NumPy's own OpenBLAS (its ILP64 ``scipy_cblas_``
 symbols) so it is tested where MKL is absent; MKL itself when installed; every float product
 of the eager kernels and of the compiled code going through it; threads and fork.
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.backends.cpu import blas
+from ember.backends.cpu import _blas as blas
 
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 _RNG = np.random.default_rng(0)
@@ -284,7 +284,7 @@ def test_mkl_is_used_and_can_be_switched_off():
 def test_without_mkl_products_are_numpy_matmul():
     out = _run("""
         import numpy as np, ember
-        from ember.backends.cpu import blas
+        from ember.backends.cpu import _blas as blas
         (ember.ones(2, 2) @ ember.ones(2, 2))
         print(blas.gemm is np.matmul, ember.backends.mkl.is_available())
     """, env={"EMBER_BLAS": "numpy"})
@@ -295,7 +295,7 @@ def test_without_mkl_products_are_numpy_matmul():
 _THREADS = """
     import ctypes, ember
     {pre}
-    from ember.backends.cpu import blas
+    from ember.backends.cpu import _blas as blas
     g = blas.provider()
     if g is None:
         print("none"); raise SystemExit
@@ -322,7 +322,7 @@ def test_set_num_threads_sizes_mkl_before_and_after_it_loads():
 
 # A parent that ran multi-threaded GEMMs forks; the child runs GEMMs too (DataLoader workers,
 # ember.distributed's ranks). With torch imported first, MKL runs on GNU OpenMP (NOTE [MKL
-# threading layer] in ember/backends/cpu/blas.py).
+# threading layer] in ember/backends/cpu/_blas.py).
 _FORK = """
     import os, time, numpy as np
     {pre}

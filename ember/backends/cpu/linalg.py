@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu import blas as _blas
+from ember.backends.cpu import _blas
 from ember.backends.cpu._util import arr, compute_dtype, new_output, run_ufunc
 from ember.backends.cpu._xp import cast, from_host, module_of, to_host
 from ember.core import dtype as dt

@@ -18,7 +18,7 @@ import operator
 
 import numpy as np
 
-from ember.backends.cpu import blas
+from ember.backends.cpu import _blas as blas
 from ember.backends.cpu._util import _IGNORE, _reset_errstate, _set_errstate
 from ember.compiler.backends import register_backend
 from ember.compiler.graph import (
