@@ -38,7 +38,12 @@ def _cast(input: Tensor, dtype) -> Tensor:
     return input if dtype is None else input.to(dtype)
 
 
-def _extreme(input: Tensor, low: bool):
+def _extreme(input: Tensor, low: bool, mask=None):
+    if input.dtype.is_complex:
+        if mask is not None:  # torch.masked looks the fill up with iinfo, which refuses
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
+                            "handle 'torch.iinfo'")
+        return 0  # unused: the reduction itself refuses complex input, as torch's
     if input.dtype.is_floating_point:
         return -math.inf if low else math.inf
     info = dt.iinfo(input.dtype)
@@ -86,7 +91,7 @@ def amax(input: Tensor, dim=None, *, keepdim: bool = False, dtype=None, mask=Non
         tensor(2.)
     """
     x = _cast(input, dtype)
-    return _fill(x, mask, _extreme(x, True)).amax(_dims(x, dim), keepdim=keepdim)
+    return _fill(x, mask, _extreme(x, True, mask)).amax(_dims(x, dim), keepdim=keepdim)
 
 
 def amin(input: Tensor, dim=None, *, keepdim: bool = False, dtype=None, mask=None) -> Tensor:
@@ -98,7 +103,7 @@ def amin(input: Tensor, dim=None, *, keepdim: bool = False, dtype=None, mask=Non
         tensor(3.)
     """
     x = _cast(input, dtype)
-    return _fill(x, mask, _extreme(x, False)).amin(_dims(x, dim), keepdim=keepdim)
+    return _fill(x, mask, _extreme(x, False, mask)).amin(_dims(x, dim), keepdim=keepdim)
 
 
 def argmax(input: Tensor, dim=None, *, keepdim: bool = False, dtype=None, mask=None) -> Tensor:
@@ -110,7 +115,7 @@ def argmax(input: Tensor, dim=None, *, keepdim: bool = False, dtype=None, mask=N
         tensor(1.)
     """
     x = _cast(input, dtype)
-    out = _fill(x, mask, _extreme(x, True)).argmax(dim, keepdim=keepdim)
+    out = _fill(x, mask, _extreme(x, True, mask)).argmax(dim, keepdim=keepdim)
     return out.to(x.dtype)
 
 
@@ -123,7 +128,7 @@ def argmin(input: Tensor, dim=None, *, keepdim: bool = False, dtype=None, mask=N
         tensor(1.)
     """
     x = _cast(input, dtype)
-    out = _fill(x, mask, _extreme(x, False)).argmin(dim, keepdim=keepdim)
+    out = _fill(x, mask, _extreme(x, False, mask)).argmin(dim, keepdim=keepdim)
     return out.to(x.dtype)
 
 
@@ -231,7 +236,7 @@ def softmax(input: Tensor, dim: int, *, dtype=None, mask=None) -> Tensor:
         [0.5, 0.5, 0.0]
     """
     x = _cast(input, dtype)
-    return _fill(x, mask, -math.inf).softmax(dim)
+    return _fill(x, mask, _extreme(x, True, mask)).softmax(dim)
 
 
 def log_softmax(input: Tensor, dim: int, *, dtype=None, mask=None) -> Tensor:
@@ -244,7 +249,7 @@ def log_softmax(input: Tensor, dim: int, *, dtype=None, mask=None) -> Tensor:
         True
     """
     x = _cast(input, dtype)
-    return _fill(x, mask, -math.inf).log_softmax(dim)
+    return _fill(x, mask, _extreme(x, True, mask)).log_softmax(dim)
 
 
 def softmin(input: Tensor, dim: int, *, dtype=None, mask=None) -> Tensor:
@@ -257,7 +262,7 @@ def softmin(input: Tensor, dim: int, *, dtype=None, mask=None) -> Tensor:
         [0.5, 0.5, 0.0]
     """
     x = _cast(input, dtype)
-    return _fill(-x, mask, -math.inf).softmax(dim)
+    return _fill(-x, mask, _extreme(x, True, mask)).softmax(dim)
 
 
 def cumsum(input: Tensor, dim: int, *, dtype=None, mask=None) -> Tensor:
@@ -310,4 +315,5 @@ def logaddexp(input: Tensor, other: Tensor, *, dtype=None, input_mask=None,
         tensor([0.])
     """
     x, y = _cast(input, dtype), _cast(other, dtype)
-    return _logaddexp(_fill(x, input_mask, -math.inf), _fill(y, other_mask, -math.inf))
+    return _logaddexp(_fill(x, input_mask, _extreme(x, True, input_mask)),
+                      _fill(y, other_mask, _extreme(y, True, other_mask)))

@@ -272,6 +272,10 @@ def threshold_backward(grad_output, input, threshold):
     _require_tensor("threshold_backward", input)
     if grad_output._dtype is dt.bool_ or input._dtype is dt.bool_:
         raise RuntimeError('"threshold_backward" not implemented for \'Bool\'')
+    for t in (grad_output, input):
+        if t._dtype.is_complex:
+            raise NotImplementedError(f'"threshold_cpu" not implemented for '
+                                      f'\'{_TN[t._dtype.name]}\'')
     if grad_output._shape == input._shape:
         shape = input._shape
     else:
