@@ -139,6 +139,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     elif align_corners is None:
         align_corners = False
     out, scales = _output_size(input, size, scale_factor, recompute_scale_factor)
+    if input.dtype.is_complex and mode != "area":  # torch's index/weight kernels: real only
+        kind = "compute_index_ranges_weights" if antialias else "compute_indices_weights_" + (
+            "nearest" if mode.startswith("nearest") else "cubic" if mode == "bicubic" else
+            "linear")
+        raise NotImplementedError(f"\"{kind}\" not implemented for "
+                                  f"'{input.dtype.scalar_name}'")
     if antialias:
         return _interp.antialiased(input, out, scales, mode, align_corners)
     key = (input.ndim, mode)

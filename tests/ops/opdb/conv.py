@@ -817,11 +817,13 @@ OPS = [
     OpInfo("unfold", _unfold_fn, _shaped_samples(_UNFOLD), FLOATS + COMPLEX,
            errors=_fold_errors),
     OpInfo("fold", _fold_fn, _fold_samples, FLOATS + COMPLEX, tol=TOL, errors=_col2im_errors),
-    OpInfo("interpolate_nearest", _upsample_fn, _upsample_samples("nearest", None), FLOATS),
-    OpInfo("interpolate_bilinear", _upsample_fn, _upsample_samples("bilinear", False), FLOATS,
+    OpInfo("interpolate_nearest", _upsample_fn, _upsample_samples("nearest", None),
+           FLOATS + COMPLEX),
+    OpInfo("interpolate_bilinear", _upsample_fn, _upsample_samples("bilinear", False),
+           FLOATS + COMPLEX,
            tol=TOL),
     OpInfo("interpolate_bilinear_align", _upsample_fn, _upsample_samples("bilinear", True),
-           FLOATS, tol=TOL),
+           FLOATS + COMPLEX, tol=TOL),
 ]
 
 # int dtypes run through conv (torch's slow path) but not through the float-only ops

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ember
 import ember.nn.functional  # noqa: F401
-from tests.opinfo import FLOATS, ErrorInput, OpInfo, SampleInput, make
+from tests.opinfo import COMPLEX, FLOATS, ErrorInput, OpInfo, SampleInput, make
 
 TOL = {"float32": (1e-5, 1e-5), "float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}
 SPATIAL = {3: (5,), 4: (5, 7), 5: (4, 5, 3)}
@@ -72,18 +72,19 @@ def _errors():
             "Anti-alias option is restricted")
 
 
+# complex: torch's index/weight kernels refuse it (area, a pooling, is left out)
 OPS = [
-    OpInfo("interpolate_nearest_exact", _fn, _samples("nearest-exact", (3, 4, 5)), FLOATS,
-           tol=TOL),
-    OpInfo("interpolate_nearest_5d", _fn, _samples("nearest", (5,)), FLOATS, tol=TOL),
+    OpInfo("interpolate_nearest_exact", _fn, _samples("nearest-exact", (3, 4, 5)),
+           FLOATS + COMPLEX, tol=TOL),
+    OpInfo("interpolate_nearest_5d", _fn, _samples("nearest", (5,)), FLOATS + COMPLEX, tol=TOL),
     OpInfo("interpolate_area", _fn, _samples("area", (3, 4, 5)), FLOATS[:2], tol=TOL),
     OpInfo("interpolate_trilinear", _fn, _samples("trilinear", (5,), (False, True)),
-           FLOATS[:2], tol=TOL),
-    OpInfo("interpolate_bicubic", _fn, _samples("bicubic", (4,), (False, True)), FLOATS[:2],
-           tol=TOL),
-    OpInfo("interpolate_bilinear_antialias", _fn, _antialias_samples("bilinear"), FLOATS[:2],
-           tol=TOL),
-    OpInfo("interpolate_bicubic_antialias", _fn, _antialias_samples("bicubic"), FLOATS[:2],
-           tol=TOL),
+           FLOATS[:2] + COMPLEX, tol=TOL),
+    OpInfo("interpolate_bicubic", _fn, _samples("bicubic", (4,), (False, True)),
+           FLOATS[:2] + COMPLEX, tol=TOL),
+    OpInfo("interpolate_bilinear_antialias", _fn, _antialias_samples("bilinear"),
+           FLOATS[:2] + COMPLEX, tol=TOL),
+    OpInfo("interpolate_bicubic_antialias", _fn, _antialias_samples("bicubic"),
+           FLOATS[:2] + COMPLEX, tol=TOL),
     OpInfo("interpolate_errors", _fn, lambda d: [], dtypes=(), errors=_errors),
 ]

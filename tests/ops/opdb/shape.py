@@ -609,7 +609,8 @@ _add(
            _sort_samples([{}], nan=False), dtypes=("float64", "uint8")),
     OpInfo("msort", lambda lib, x: lib.msort(x), _sort_samples([{}]), dtypes=ALL + COMPLEX),
     OpInfo("msort_out", lambda lib, x, out: lib.msort(x, out=out),
-           lambda dt: [SampleInput((make((3, 2), dt), _empty(dt)), {}, "out")], dtypes=ALL + COMPLEX),
+           lambda dt: [SampleInput((make((3, 2), dt), _empty(dt)), {}, "out")],
+           dtypes=ALL + COMPLEX),
 )
 
 
