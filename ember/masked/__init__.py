@@ -207,7 +207,9 @@ def var(input: Tensor, dim=None, unbiased: bool | None = None, *, keepdim: bool 
     m = _mask(x, mask)
     count = _count(x, dim, True, m)
     centre = sum(x, dim, keepdim=True, mask=m) / count
-    total = where(m, (x - centre) ** 2, 0).sum(_dims(x, dim), keepdim=keepdim)
+    d = x - centre
+    sq = d * d.conj() if d.is_complex() else d ** 2  # |d|^2, kept complex as torch.masked
+    total = where(m, sq, 0).sum(_dims(x, dim), keepdim=keepdim)
     count = count if keepdim else count.squeeze(_dims(x, dim))
     divisor = count - 1 if unbiased or unbiased is None else count
     return where(divisor > 0, total / divisor.to(total.dtype), math.nan)

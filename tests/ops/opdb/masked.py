@@ -73,8 +73,8 @@ OPS += [
     OpInfo("masked.median", _fn("median"), _reduce_samples((2,)), dtypes=FLOATS[:2]),
     OpInfo("masked.norm", _fn("norm"), _norm_samples, dtypes=FLOATS[:2]),
     OpInfo("masked.normalize", _fn("normalize"), _norm_samples, dtypes=FLOATS[:2]),
-    OpInfo("masked.var", _fn("var"), _var_samples, dtypes=FLOATS[:2]),
-    OpInfo("masked.std", _fn("std"), _var_samples, dtypes=FLOATS[:2]),
+    OpInfo("masked.var", _fn("var"), _var_samples, dtypes=FLOATS[:2] + COMPLEX),
+    OpInfo("masked.std", _fn("std"), _var_samples, dtypes=FLOATS[:2] + COMPLEX),
     OpInfo("masked.logaddexp", _logaddexp,
            lambda d: [SampleInput((make((3, 4), d), make((3, 4), d, layout="permuted"), m), {},
                                   f"mask{m is not None}")
