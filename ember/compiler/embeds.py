@@ -20,6 +20,7 @@ is exact, and the regions are disjoint.
 from __future__ import annotations
 
 from ember.compiler.graph import Graph, Node, _rewrite_inputs
+from ember.ops.views import _clamp_slice
 
 __all__ = ["fold_embeds"]
 
@@ -35,28 +36,28 @@ def _region(view: Node, ndim: int):
     args = view.args
     if _op(view, "narrow") and len(args) == 4 and all(isinstance(a, int) for a in args[1:]):
         d, start, length = args[1:]
-        return d % ndim, start, start + length
+        d %= ndim
+        start += view.args[0].shape[d] if start < 0 else 0
+        return d, start, start + length
     if _op(view, "select") and len(args) == 3 and all(isinstance(a, int) for a in args[1:]):
         d, index = args[1] % ndim, args[2]
         size = view.args[0].shape[d]
         index = index % size if size else index
         return d, index, index + 1
     if _op(view, "slice"):
-        d, start, end, step = (list(args[1:]) + [0, None, None, 1][len(args) - 1:])[:4]
-        if step != 1 or not all(isinstance(a, int | None) for a in (d, start, end)):
+        d, start, end, step = (tuple(args[1:]) + (0, None, None, 1)[len(args) - 1:])[:4]
+        if step != 1 or not all(isinstance(a, int | None) for a in (d, start, end)) or d is None:
             return None
-        size = view.args[0].shape[d % ndim]
-        start, end = 0 if start is None else start, size if end is None else end
-        start, end = (start + size if start < 0 else start), (end + size if end < 0 else end)
-        start, end = min(max(start, 0), size), min(max(end, start), size)
-        return d % ndim, start, end
+        d %= ndim
+        start, end, _ = _clamp_slice(start, end, view.args[0].shape[d])
+        return d, start, end
     return None
 
 
 def _buffer(node: Node, add: Node):
     """The regions written into ``node`` if it is an embed buffer read only by ``add``:
     ``(list of (dim, start, stop, view), zeros node)``, else None."""
-    if not (_op(node, "zeros") or _op(node, "empty")) or not node.users:
+    if not _op(node, "zeros") or not node.users:
         return None
     regions = []
     ndim = node.ndim
@@ -103,9 +104,8 @@ def fold_embeds(graph: Graph) -> int:
             _rewrite_inputs(view, {id(b): a})
         for user in list(add.users):
             _rewrite_inputs(user, {id(add): a})
-        a.users = [u for u in a.users if u is not add]
-        b.users = [u for u in b.users if u is not add]
-        graph.nodes.remove(add)
+        add.users = []
+        graph.erase_node(add)
         graph.erase_node(b)
         folded += 1
         _fill_only_gaps(a)

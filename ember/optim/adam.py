@@ -73,7 +73,7 @@ class Adam(_Algorithm):
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
 
-    _fused_op = _fused_adam_
+    _supports_fused = True
 
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, wd, eps = scalar(group["lr"]), group["weight_decay"], group["eps"]

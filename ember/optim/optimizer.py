@@ -482,12 +482,12 @@ class _Algorithm(Optimizer):
     """A built-in optimizer: ``step`` runs the closure, then ``_update_group`` per group.
 
     ``foreach`` is accepted for torch compatibility (the single-tensor algorithm runs either
-    way). ``fused=True`` runs the algorithms that set ``_fused_op`` as one fused operator per
-    group (NOTE [Fused optimizer steps] in ember/ops/optimizer_steps.py); ``capturable`` and
+    way). ``fused=True`` runs the algorithms that set ``_supports_fused`` as one fused operator
+    per group (NOTE [Fused optimizer steps] in ember/ops/optimizer_steps.py); ``capturable`` and
     ``differentiable`` are not supported.
     """
 
-    _fused_op = None
+    _supports_fused = False
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
         if defaults.get("fused"):
@@ -496,7 +496,7 @@ class _Algorithm(Optimizer):
             if defaults.get("foreach"):
                 raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         for flag in ("fused", "capturable", "differentiable"):
-            if defaults.get(flag) and not (flag == "fused" and self._fused_op is not None):
+            if defaults.get(flag) and not (flag == "fused" and self._supports_fused):
                 raise NotImplementedError(
                     f"{type(self).__name__}: {flag}=True is not supported by ember.optim")
         super().__init__(params, defaults)

@@ -56,7 +56,7 @@ class SGD(_Algorithm):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
-    _fused_op = _fused_sgd_
+    _supports_fused = True
 
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, wd = scalar(group["lr"]), group["weight_decay"]
