@@ -19,7 +19,6 @@ result element sums, at least 1) of the inputs' magnitude (O(1): standard normal
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import pytest
@@ -32,6 +31,7 @@ from ember.compiler.explain import collecting
 from ember.compiler.guards import GuardBuilder
 from ember.compiler.meta import to_meta
 from ember.testing import assert_close
+from tests.compiler.test_aot import _region_node
 
 needs_gcc = pytest.mark.skipif(cc.compiler() is None, reason="no C compiler")
 BACKENDS = ["numpy", pytest.param("c", marks=needs_gcc)]
@@ -40,15 +40,7 @@ EPS = {ember.complex64: 2.0 ** -23, ember.complex128: 2.0 ** -52,
        ember.float32: 2.0 ** -23, ember.float64: 2.0 ** -52}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("EMBER_CACHE_DIR")
-    os.environ["EMBER_CACHE_DIR"] = str(tmp_path_factory.mktemp("ember_cache"))
-    yield
-    if old is None:
-        os.environ.pop("EMBER_CACHE_DIR", None)
-    else:
-        os.environ["EMBER_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("isolated_kernel_cache")
 
 
 def _gen(seed):
@@ -397,20 +389,6 @@ def test_module_with_complex_parameter(backend):
 
 
 # -- training through compiled regions ----------------------------------------------------------
-def _region_node(t):
-    """The CompiledFunction node behind ``t`` (through plain eager nodes after the region)."""
-    seen, stack = set(), [t.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if type(node).__name__ == "CompiledFunctionBackward":
-            return node
-        stack += [n for n, _ in node.next_functions]
-    return None
-
-
 def _rr(shape, seed):
     return _real(shape, ember.float64, seed, requires_grad=True)
 

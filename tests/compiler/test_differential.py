@@ -12,8 +12,6 @@ by one half-precision ulp)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,21 +21,13 @@ import ember
 from ember.compiler import cc, make_fx
 from ember.compiler.backends import compile_graph
 
-pytestmark = pytest.mark.skipif(cc.compiler() is None, reason="needs gcc")
+pytestmark = [pytest.mark.skipif(cc.compiler() is None, reason="needs gcc"),
+              pytest.mark.usefixtures("isolated_kernel_cache")]
 
 SETTINGS = settings(max_examples=15, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("EMBER_CACHE_DIR")
-    os.environ["EMBER_CACHE_DIR"] = str(tmp_path_factory.mktemp("ember_cache"))
-    yield
-    if old is None:
-        os.environ.pop("EMBER_CACHE_DIR", None)
-    else:
-        os.environ["EMBER_CACHE_DIR"] = old
 
 
 FLOAT_UNARY = ["neg", "abs", "exp", "log", "tanh", "sigmoid", "relu", "sqrt", "sin", "cos",

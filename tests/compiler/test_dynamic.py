@@ -4,8 +4,6 @@ relations; other sizes reuse the entry (batch and sequence sweeps compile at mos
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import ember
@@ -16,15 +14,7 @@ from ember.testing import assert_close
 BACKENDS = ["numpy"] + (["c"] if cc.compiler() is not None else [])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("EMBER_CACHE_DIR")
-    os.environ["EMBER_CACHE_DIR"] = str(tmp_path_factory.mktemp("ember_cache"))
-    yield
-    if old is None:
-        os.environ.pop("EMBER_CACHE_DIR", None)
-    else:
-        os.environ["EMBER_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("isolated_kernel_cache")
 
 
 def _compiles(compiled) -> int:
