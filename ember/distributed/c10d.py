@@ -22,7 +22,7 @@ import numpy as np
 
 from ember.core import dtype as dt
 from ember.core.device import CPU
-from ember.distributed.errors import DistBackendError
+from ember.distributed.errors import DistBackendError, DistStoreError
 from ember.distributed.process_group import PostedWork, ProcessGroup, ReduceOp, Work, _DoneWork
 from ember.distributed.store import PrefixStore, Store, TCPStore
 from ember.tensor.tensor import Tensor, from_numpy, numpy_view
@@ -290,17 +290,32 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
 
 
 def _agree_world_size(store: Store, rank: int, world_size: int, secs: float) -> None:
-    store.set(f"world_size/{rank}", str(world_size))
-    # rank 0 reads everyone's (a rank started with another size fails all, not just itself)
-    for j in range(1, world_size) if rank == 0 else (0,):
-        other = int(store.get(f"world_size/{j}"))
-        if other != world_size:
-            a, b = (j, other), (rank, world_size)
-            if rank != 0:
-                a, b = b, a
-            raise ValueError(f"init_process_group: rank {a[0]} has world_size {a[1]} but rank "
-                             f"{b[0]} has {b[1]}; every rank must be started with the same "
-                             "WORLD_SIZE")
+    # A rank started with another size fails every rank, not just itself. Rank 0 hosts the
+    # store, so it must not exit before the others have read its size: they read rank 0's
+    # size before publishing their own, and rank 0 waits for theirs.
+    if rank == 0:
+        store.set("world_size/0", str(world_size))
+        for j in range(1, world_size):
+            other = int(store.get(f"world_size/{j}"))
+            if other != world_size:
+                raise _world_size_mismatch((j, other), (0, world_size))
+        return
+    other = int(store.get("world_size/0"))
+    if other == world_size:
+        store.set(f"world_size/{rank}", str(world_size))
+        return
+    mismatch = _world_size_mismatch((rank, world_size), (0, other))
+    try:
+        store.set(f"world_size/{rank}", str(world_size))
+    except DistStoreError as lost:  # rank 0 may exit on this mismatch before it replies
+        raise mismatch from lost
+    raise mismatch
+
+
+def _world_size_mismatch(a: tuple[int, int], b: tuple[int, int]) -> ValueError:
+    return ValueError(f"init_process_group: rank {a[0]} has world_size {a[1]} but rank "
+                      f"{b[0]} has {b[1]}; every rank must be started with the same "
+                      "WORLD_SIZE")
 
 
 def _install_failure_hook() -> None:
