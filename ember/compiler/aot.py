@@ -261,9 +261,11 @@ def _copy_node(g: Graph, n: Node, env: dict) -> Node:
 def partition(joint: JointGraph, recompute_pointwise: bool = False):
     """Split the joint graph into a forward and a backward graph (see the module docstring).
 
-    ``recompute_pointwise``: a saved pointwise value whose inputs are all saved anyway (GELU's
-    output next to its input, kept for a matmul's gradient) is recomputed in the backward
-    instead (the C backend fuses it into a kernel): less activation memory, no new saves.
+    ``recompute_pointwise``: a saved pointwise value whose inputs are all saved anyway and
+    whose backward readers are all pointwise (a GELU output scaled by a parameter, next to
+    GELU's input) is recomputed in the backward instead: the C backend fuses it into those
+    readers' kernel, so it costs no pass and no memory. One read by a matmul's gradient stays
+    saved: recomputing it would be one more full pass over it in every step.
 
     Returns:
         ``(forward, backward, n_saved)``: ``forward`` maps the primals to the outputs followed
@@ -353,8 +355,9 @@ def partition(joint: JointGraph, recompute_pointwise: bool = False):
 
 
 def _recompute_pointwise(saved: dict, bw_nodes: set, inputs: dict, written: dict) -> None:
-    """Move saved pointwise nodes whose tensor inputs are all saved to the backward graph
-    (repeatedly: a chain of them goes back to its saved root)."""
+    """Move saved pointwise nodes whose tensor inputs are all saved, and whose backward
+    readers are all pointwise, to the backward graph (repeatedly: a chain of them goes back
+    to its saved root)."""
     changed = True
     while changed:
         changed = False
@@ -367,11 +370,18 @@ def _recompute_pointwise(saved: dict, bw_nodes: set, inputs: dict, written: dict
             ins = inputs[key]
             if not ins or any(id(i) not in saved and i.op != "constant" for i in ins):
                 continue
+            if not all(_is_pointwise(u) for u in n.users if id(u) in bw_nodes):
+                continue
             if any(id(i) in written for i in ins):
                 continue
             del saved[key]
             bw_nodes.add(key)
             changed = True
+
+
+def _is_pointwise(n: Node) -> bool:
+    t = n.target
+    return n.op == "call" and isinstance(t, Operator) and Tag.pointwise in t.tags
 
 
 def _resolve_bits(g):

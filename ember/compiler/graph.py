@@ -214,6 +214,24 @@ class Graph:
             self._names.setdefault(_render_target(target), 0)
         return self._add("call", _target_name(target), target, args, kwargs, info)
 
+    def insert_call(self, before: Node, target, args: tuple = (), kwargs: dict | None = None,
+                    meta: dict | None = None) -> Node:
+        """:meth:`call`, placed just before node ``before`` (which may be the output)."""
+        output, self._output = self._output, None
+        try:
+            node = self.call(target, args, kwargs, meta)
+        finally:
+            self._output = output
+        self.nodes.pop()
+        self.nodes.insert(self.nodes.index(before), node)
+        return node
+
+    def replace_all_uses_with(self, old: Node, new: Node) -> None:
+        """Make every reader of ``old`` read ``new`` instead (``old`` is left without users)."""
+        for user in list(old.users):
+            if user is not new:
+                _rewrite_inputs(user, {id(old): new})
+
     def output(self, value) -> Node:
         """Mark the graph's result (a tuple of Nodes/constants, or one value)."""
         node = self._add("output", "output", "output", (value,), {}, {})

@@ -14,7 +14,7 @@ import warnings
 __all__ = ["ARTIFACTS", "set_logs", "enabled", "log", "enabled_logs"]
 
 ARTIFACTS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode", "graph",
-             "output_code", "recompiles_verbose", "dynamic")
+             "output_code", "recompiles_verbose", "dynamic", "perf_hints")
 # torch spellings that mean one of ours
 _ALIASES = {"graph": "graph_code", "output_code": "graph_code", "recompiles_verbose": "recompiles"}
 

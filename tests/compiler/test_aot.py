@@ -323,34 +323,65 @@ def test_backward_recomputes_views_instead_of_saving_them():
     assert isinstance(region, aot.TrainingRegion)
 
 
+def _saved_and_grads(build, loss_fn, x, backend):
+    """(the forward's saved values, the parameters' gradients) of one compiled step."""
+    m = build()
+    out = ember.compile(lambda x: loss_fn(m, x), backend=backend)(x)
+    region = _region_node(out).region
+    saved = region.fw_graph.output_node.args[0][region.n_out:]
+    out.backward()
+    return region, saved, [p.grad for p in m.parameters()]
+
+
+def _gelu_net():
+    ember.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 32), nn.GELU(approximate="tanh"), nn.Linear(32, 3))
+
+
+class _ScaledGelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 32)
+        self.scale = nn.Parameter(ember.randn(32))
+
+    def forward(self, x):
+        return F.gelu(self.lin(x), approximate="tanh") * self.scale
+
+
+def _scaled_gelu_net():
+    ember.manual_seed(0)
+    return _ScaledGelu()
+
+
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-def test_c_backend_recomputes_saved_pointwise_values():
-    """On the C backend a pointwise value whose inputs are saved anyway (GELU's output, read
-    by the next matmul's weight gradient, next to GELU's input) is recomputed in the backward
-    instead of saved: fewer saved bytes than the NumPy backend's partition, same gradients."""
+@pytest.mark.parametrize("build, recomputed", [(_scaled_gelu_net, True), (_gelu_net, False)])
+def test_c_backend_recomputes_saved_pointwise_values_only_where_they_fuse(build, recomputed):
+    """On the C backend a pointwise value whose inputs are saved anyway (GELU's output, next
+    to GELU's input) is recomputed in the backward when only pointwise ops read it there (the
+    scale's gradient: fused, no extra pass): fewer saved bytes than the NumPy backend's
+    partition, same gradients. Read by a matmul's weight gradient, it stays saved."""
     import math
 
-    def build():
-        ember.manual_seed(0)
-        return nn.Sequential(nn.Linear(6, 32), nn.GELU(approximate="tanh"), nn.Linear(32, 3))
-
     x = ember.randn(16, 6)
+
+    def loss_fn(m, x):
+        return F.log_softmax(m(x), -1).sum()
+
     saved_bytes, grads = {}, {}
     for backend in ("numpy", "c"):
-        m = build()
-        out = ember.compile(lambda x, m=m: F.log_softmax(m(x), -1).sum(), backend=backend)(x)
-        region = _region_node(out).region
-        saved = region.fw_graph.output_node.args[0][region.n_out:]
+        region, saved, grads[backend] = _saved_and_grads(build, loss_fn, x, backend)
         saved_bytes[backend] = sum(math.prod(n.val.shape) * n.val.element_size() for n in saved)
-        out.backward()
-        grads[backend] = [p.grad for p in m.parameters()]
         if backend == "c":
             names = [n.target.name for n in saved if n.op == "call"]
-            assert "gelu" not in names
-            assert "gelu" in [n.target.name for n in region.bw_graph.nodes if n.op == "call"]
+            bw_names = [n.target.name for n in region.bw_graph.nodes if n.op == "call"]
+            assert ("gelu" not in names) is recomputed
+            assert ("gelu" in bw_names) is recomputed
+    if recomputed:
+        assert saved_bytes["c"] <= saved_bytes["numpy"] - 16 * 32 * 4
+    else:
+        assert saved_bytes["c"] == saved_bytes["numpy"]
     m = build()
-    F.log_softmax(m(x), -1).sum().backward()
-    assert saved_bytes["c"] <= saved_bytes["numpy"] - 16 * 32 * 4
+    loss_fn(m, x).backward()
     for backend in ("numpy", "c"):
         for g, p in zip(grads[backend], m.parameters(), strict=True):
             ember.testing.assert_close(g, p.grad, rtol=1e-5, atol=1e-6)

@@ -515,3 +515,74 @@ def test_masked_softmax_clamps_the_exp_argument(dtype):
     assert (got.numpy()[~mask.numpy()] == 0).sum() + 40 >= (~mask.numpy()).sum()
     assert bool(got[1, 2].isnan().all())
     assert "-87.33" in c.c_source or "-708.39" in c.c_source
+
+
+def test_linear_bias_fuses_into_the_activation_kernel():
+    """``addmm`` is a GEMM plus one bias pass (``split_addmm``): the C backend does the bias
+    add in the kernel of what follows (ReLU: eager's bits; a log-softmax: its libm's)."""
+    x, w, b = ember.randn(32, 24), ember.randn(16, 24), ember.randn(16)
+    w2, b2 = ember.randn(5, 16), ember.randn(5)
+    c = _check(lambda x, w, b: F.linear(x, w, b).relu(), x, w, b, rtol=0, atol=0)
+    assert c.kernels == 1 and "addmm" not in c.source
+    c = _check(lambda x, w, b: F.log_softmax(F.linear(x, w, b), -1), x.relu() @ w.t(), w2, b2,
+               rtol=1e-5, atol=1e-6)
+    assert c.kernels <= 2 and "addmm" not in c.source and c.source.count("_matmul(") == 1
+
+
+def test_size_one_dimensions_strides_do_not_leave_the_kernels(capsys):
+    """A tensor whose size-1 dimension has another stride than the compiled one addresses the
+    same elements: the kernels run (no perf hint). A real layout change runs the NumPy
+    function and says so once under ``perf_hints``."""
+    from ember.compiler import logs
+
+    x = ember.randn(6, 1, 5)
+    c = _compile(lambda a: (a * 3).exp(), x)
+    other = ember.as_strided(ember.randn(30), (6, 1, 5), (5, 7, 1))
+    logs.set_logs("perf_hints")
+    try:
+        assert_close(_first(c(other)), (other * 3).exp())
+        assert "perf_hints" not in capsys.readouterr().err
+        xt = ember.randn(5, 1, 6).permute(2, 1, 0)
+        for _ in range(2):
+            assert_close(_first(c(xt)), (xt * 3).exp())
+        err = capsys.readouterr().err
+        assert err.count("[ember.compiler.perf_hints]") == 1
+        assert "running the numpy function" in err
+    finally:
+        logs.set_logs()
+
+
+def _first(result):
+    return result[0] if isinstance(result, tuple) else result
+
+
+def test_wrapped_results_have_eager_strides_on_size_one_dimensions():
+    from ember.compiler.backends.numpy_backend import _wrap
+
+    a = np.arange(4.0, dtype=np.float32)[:, None]  # NumPy: strides (4, 0)
+    assert _wrap(a, np.float32).stride() == (1, 1)
+    assert _wrap(np.ones((3, 1, 2), np.float32), np.float32).stride() == (2, 2, 1)
+
+
+def test_cross_entropy_gradient_keeps_the_backward_in_c(capsys):
+    """The target's ``unsqueeze`` saved for the backward is a NumPy view with a 0 stride on its
+    new axis; wrapped with eager's strides it matches the compiled backward's layout, so the
+    backward runs its kernels rather than the NumPy function."""
+    from ember.compiler import logs
+
+    ember.manual_seed(0)
+    lin = ember.nn.Linear(8, 5)
+    x, y = ember.randn(16, 8), ember.randint(0, 5, (16,))
+    cf = ember.compile(lambda x, y: F.cross_entropy(lin(x), y), backend="c")
+    logs.set_logs("perf_hints")
+    try:
+        for _ in range(2):
+            cf(x, y).backward()
+        assert "perf_hints" not in capsys.readouterr().err
+    finally:
+        logs.set_logs()
+    got = [p.grad.clone() for p in lin.parameters()]
+    lin.zero_grad()
+    F.cross_entropy(lin(x), y).backward()
+    for g, p in zip(got, lin.parameters(), strict=True):
+        assert_close(g, 2 * p.grad, rtol=1e-6, atol=1e-7)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ember.backends.cpu._util import arr, arr_on, new_output
 from ember.backends.cpu._xp import array_module, cast, module_of, ufunc_at  # noqa: F401
+from ember.backends.cpu.accumulate import add_rows
 from ember.core.layout import canonical_dim, numel
 from ember.ops import scatter_gather as sg
 from ember.tensor import Tensor, empty_tensor
@@ -83,11 +84,28 @@ def _gather(self, dim, index, *, sparse_grad=False, out=None):
     spec = sg.gather.meta_rule(self, dim, index)
     o = new_output(spec.shape, spec.dtype, out, "gather")
     if numel(index._shape):
-        dim = canonical_dim(dim, self.dim())
-        src, idx = _as1d(arr(self)), _as1d(arr(index))
-        sg.check_bounds(idx, src.shape[dim], dim)
-        np.copyto(_as1d(arr(o)), src[_grid(idx, dim)])
+        np.copyto(_as1d(arr(o)), gather_values(arr(self), canonical_dim(dim, self.dim()),
+                                               arr(index)))
     return o
+
+
+def gather_values(src: np.ndarray, dim: int, idx: np.ndarray) -> np.ndarray:
+    """``gather``'s values as a fresh array shaped like ``idx`` (1-d when ``idx`` is 0-d):
+    ``out[i][j] = src[idx[i][j]][j]`` for ``dim`` 0; out-of-range indices raise."""
+    src, idx = _as1d(src), _as1d(idx)
+    sg.check_bounds(idx, src.shape[dim], dim)
+    return src[_grid(idx, dim)]
+
+
+def scatter_add_values(target: np.ndarray, dim: int, idx: np.ndarray, src: np.ndarray) -> None:
+    """``target[idx[i][j]][j] += src[i][j]`` (for ``dim`` 0) in place, repeats accumulating in
+    index order; ``src`` is read over ``idx``'s extent. Out-of-range indices raise."""
+    idx = _as1d(idx)
+    if idx.size == 0:
+        return
+    t = _as1d(target)
+    sg.check_bounds(idx, t.shape[dim], dim)
+    _at(np.add, t, _grid(idx, dim), _as1d(src)[tuple(slice(0, s) for s in idx.shape)])
 
 
 def _scatter_into(target: np.ndarray, dim: int, index: Tensor, src, reduce) -> None:
@@ -129,14 +147,14 @@ def _scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 def _scatter_add(self, dim, index, src, *, out=None):
     spec = sg.scatter_add.meta_rule(self, dim, index, src)
     o = _copy_of(self, spec.shape, out, "scatter_add")
-    _scatter_into(arr(o), canonical_dim(dim, self.dim()), index, src, "add")
+    scatter_add_values(arr(o), canonical_dim(dim, self.dim()), arr(index), arr(src))
     return o
 
 
 @sg.scatter_add_.impl("CPU")
 def _scatter_add_(self, dim, index, src):
     sg.scatter_add_.meta_rule(self, dim, index, src)
-    _scatter_into(_inplace(self), canonical_dim(dim, self.dim()), index, src, "add")
+    scatter_add_values(_inplace(self), canonical_dim(dim, self.dim()), arr(index), arr(src))
     return self
 
 
@@ -213,12 +231,22 @@ def _index_select(self, dim, index, *, out=None):
 
 
 def _index_add_into(target: np.ndarray, dim: int, index: Tensor, source: Tensor, alpha):
-    t = _as1d(target)
-    key = _dim_key(t, dim, index)
-    vals = _as1d(arr(source)).reshape(t[key].shape)
+    index_add_values(target, dim, arr(index), arr(source), alpha)
+
+
+def index_add_values(target: np.ndarray, dim: int, idx: np.ndarray, source: np.ndarray,
+                     alpha=1) -> None:
+    """``target.index_add_(dim, idx, source, alpha=alpha)`` on arrays: slice ``k`` of
+    ``source`` along ``dim`` (times ``alpha``) added to slice ``idx[k]`` of ``target``, in
+    increasing ``k`` (rows in C where it applies, NOTE in ember/backends/cpu/accumulate.py).
+    Out-of-range indices raise."""
+    t, idx = _as1d(target), _as1d(idx)
+    sg.check_bounds(idx, t.shape[dim], dim)
+    vals = _as1d(source).reshape(t.shape[:dim] + idx.shape + t.shape[dim + 1:])
     if alpha != 1:
         vals = vals.astype(_F32) * alpha if vals.dtype in _HALF else vals * alpha
-    _at(np.add, t, key, vals)
+    if not add_rows(t, dim, idx, vals):
+        _at(np.add, t, (slice(None),) * dim + (idx,), vals)
 
 
 @sg.index_add.impl("CPU")

@@ -27,6 +27,7 @@ from ember.compiler.lower.decomp import Lowering
 from ember.compiler.lower.ir import LNode
 from ember.compiler.lower.scheduler import schedule
 from ember.compiler.meta import lazy_bits
+from ember.dispatch import Operator
 from ember.tensor import Tensor
 from ember.tensor.tensor import empty_tensor, user_array
 
@@ -328,6 +329,32 @@ def _ptr(a) -> int:
         return a.ctypes.data
 
 
+def split_addmm(graph) -> int:
+    """Rewrite ``addmm(bias, m1, m2)`` (float, ``beta == alpha == 1``) as ``mm(m1, m2) + bias``
+    so that the bias add fuses into the kernel after the GEMM (a Linear's activation, a
+    softmax) instead of taking its own pass. Eager addmm adds the bias to the finished
+    product, so the values are the same bits. Returns how many were rewritten."""
+    from ember.dispatch import get_op
+
+    rewritten = 0
+    for node in list(graph.nodes):
+        if node.op != "call" or not isinstance(node.target, Operator) or \
+                node.target.name != "addmm" or node.target._is_inplace or node.kwargs.get("out"):
+            continue
+        b = node.target.schema.bind(node.args, node.kwargs)
+        s, m1, m2 = b["self"], b["mat1"], b["mat2"]
+        if b["beta"] != 1 or b["alpha"] != 1 or not npb._same_float(node, s, m1, m2) or \
+                not all(isinstance(x, Node) for x in (s, m1, m2)):
+            continue
+        mode = {k: node.meta[k] for k in ("grad_mode",) if k in node.meta}
+        mm = graph.insert_call(node, get_op("aten::mm"), (m1, m2), meta=dict(mode))
+        add = graph.insert_call(node, get_op("aten::add.Tensor"), (mm, s), meta=dict(mode))
+        graph.replace_all_uses_with(node, add)
+        graph.erase_node(node)
+        rewritten += 1
+    return rewritten
+
+
 def _entry_checks(gm, example_inputs):
     checks = []
     ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -338,6 +365,13 @@ def _entry_checks(gm, example_inputs):
     return checks
 
 
+def _same_steps(a: tuple, b: tuple, shape: tuple) -> bool:
+    """Strides ``a`` and ``b`` address the same elements of ``shape`` (a size-1 dimension's
+    stride is never stepped: NumPy gives a new axis stride 0 where eager ember gives it a
+    contiguous one)."""
+    return all(x == y or n <= 1 for x, y, n in zip(a, b, shape, strict=True))
+
+
 @register_backend("c")
 def c_backend(gm: GraphModule, example_inputs):
     """Compile ``gm`` to fused C kernels plus NumPy glue (see the module docstring).
@@ -345,6 +379,7 @@ def c_backend(gm: GraphModule, example_inputs):
     The result has ``kernels`` (number of generated C kernels), ``c_source`` and ``source``
     (the Python glue); ``EMBER_LOGS=output_code`` prints both.
     """
+    split_addmm(gm.graph)
     fallback = npb.numpy_backend(gm, example_inputs)
     fallback.kernels = 0
     fallback.c_source = None
@@ -376,14 +411,21 @@ def c_backend(gm: GraphModule, example_inputs):
         return fallback
     logs.log("graph_code", f"c backend glue:\n{source}")
     checks = _entry_checks(gm, example_inputs)
+    hinted: list[int] = []   # the first mismatch is logged, once
 
     def run(*args):
         for i, shape, stride, dtype, conj, neg in checks:
             t = args[i]
             # kernels read inputs' memory with the compiled strides: another layout, or a
             # lazy bit (the values are not the memory), runs the numpy function
-            if t._shape != shape or t._stride != stride or t._dtype is not dtype or \
-                    t._is_conj is not conj or getattr(t, "_is_neg", False) is not neg:
+            if t._shape != shape or t._dtype is not dtype or t._is_conj is not conj or \
+                    getattr(t, "_is_neg", False) is not neg or \
+                    (t._stride != stride and not _same_steps(t._stride, stride, shape)):
+                if not hinted:
+                    hinted.append(i)
+                    logs.log("perf_hints", f"c backend: input {i} arrives as {t._dtype} "
+                             f"{t._shape} strides {t._stride} (compiled for {dtype} {shape} "
+                             f"strides {stride}); running the numpy function")
                 return fallback(*args)
         return fwd(*args)
 

@@ -20,6 +20,11 @@ import numpy as np
 
 from ember.backends.cpu import _blas as blas
 from ember.backends.cpu._util import _IGNORE, _reset_errstate, _set_errstate
+from ember.backends.cpu.scatter_gather import (
+    gather_values,
+    index_add_values,
+    scatter_add_values,
+)
 from ember.compiler.backends import register_backend
 from ember.compiler.graph import (
     GraphModule,
@@ -43,6 +48,7 @@ __all__ = ["numpy_backend", "generate", "RULES"]
 _FLOATS = (dt.float32, dt.float64)
 _LARGE = 1 << 16  # bytes: larger intermediates come from ember's caching allocator
 _HALF = (dt.float16, dt.bfloat16)
+_INTS = (dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8)
 # ops that may return a view of their input (followed when asking "who owns this memory?")
 _MAY_ALIAS = {"reshape", "flatten", "_unsafe_view", "contiguous", "view_as", "expand_as",
               "_to_copy_noop"}
@@ -76,8 +82,10 @@ def _wrap(a, npdtype):
         return from_numpy(a)
     raw = a.reshape(-1).view(np.uint8)
     item = a.itemsize
-    t = make_tensor(Storage.wrap(raw, owner=a), a.shape,
-                    tuple(s // item for s in a.strides), 0, _NP_TO_DT[a.dtype], CPU)
+    shape = a.shape
+    # (a C-contiguous array may give a size-1 dimension any stride: eager's is contiguous)
+    strides = contiguous_strides(shape) if 1 in shape else tuple(s // item for s in a.strides)
+    t = make_tensor(Storage.wrap(raw, owner=a), shape, strides, 0, _NP_TO_DT[a.dtype], CPU)
     t._arr = a
     return t
 
@@ -229,14 +237,41 @@ def _compare(g, node, b):
 @rule("where")
 def _where(g, node, b):
     c, x, y = b["condition"], b["self"], b["other"]
-    if x is None or y is None or not _same_float(node, x, y):
+    if x is None or y is None or not (isinstance(c, Node) and c.val.dtype is dt.bool_):
         return None
-    if not (isinstance(c, Node) and c.val.dtype is dt.bool_):
+    if _same_int(node, x, y):  # a selection: exact in any integer dtype
+        return f"np.where({g.a(c)}, {g.a(x)}, {g.a(y)}).astype({g.np_dtype(node.val.dtype)})"
+    if not _same_float(node, x, y):
         return None
     if g.can_donate(x, node):
         return Steps([f"np.copyto({{o}}, {g.a(y)}, where=np.logical_not({g.a(c)}))"], donor=x)
     return Steps([f"np.copyto({{o}}, {g.a(y)})", f"np.copyto({{o}}, {g.a(x)}, where={g.a(c)})"],
                  inplace_ok=False)
+
+
+def _same_int(node: Node, *xs) -> bool:
+    """All tensor operands share the output's integer dtype; scalars are ints it holds."""
+    out = node.val
+    if not isinstance(out, Tensor) or out.dtype not in _INTS:
+        return False
+    info = np.iinfo(out.dtype.np)
+    for x in xs:
+        if isinstance(x, Node):
+            if not isinstance(x.val, Tensor) or x.val.dtype is not out.dtype:
+                return False
+        elif type(x) is not int or not info.min <= x <= info.max:
+            return False
+    return True
+
+
+@rule("bitwise_not")
+def _bitwise_not(g, node, b):
+    x = b["self"]
+    if not isinstance(x, Node) or x.val.dtype is not node.val.dtype:
+        return None
+    if node.val.dtype is dt.bool_:
+        return f"np.logical_not({g.a(x)})"
+    return f"np.invert({g.a(x)})" if node.val.dtype in _INTS else None
 
 
 @rule("masked_fill")
@@ -388,7 +423,7 @@ def _reshape(g, node, b):
 
 @rule("unsqueeze")
 def _unsqueeze(g, node, b):
-    return f"np.expand_dims({g.a(b['self'])}, {b['dim'] % node.val.ndim})"
+    return f"{g.a(b['self'])}.reshape({tuple(node.val.shape)!r})"  # never copies
 
 
 @rule("transpose", "swapaxes")
@@ -502,6 +537,38 @@ def _index_select(g, node, b):
     if node.val.dtype in _HALF or x.val.ndim == 0:
         return None
     return f"np.take({g.a(x)}, np.reshape({g.a(idx)}, -1), axis={d % x.val.ndim})"
+
+
+@rule("gather")
+def _gather(g, node, b):
+    x, idx = b["self"], b["index"]
+    if b.get("sparse_grad") or not isinstance(x, Node) or node.val.dtype not in _DT_TO_NP:
+        return None
+    dim = b["dim"] % max(x.val.ndim, 1)
+    return f"_gather_values({g.a(x)}, {dim}, {g.a(idx)}).reshape({tuple(node.val.shape)!r})"
+
+
+@rule("scatter_add")
+def _scatter_add(g, node, b):
+    s, idx, src = b["self"], b["index"], b["src"]
+    if not (isinstance(s, Node) and isinstance(src, Node)) or \
+            node.val.dtype not in _DT_TO_NP or src.val.dtype is not node.val.dtype:
+        return None
+    dim = b["dim"] % max(s.val.ndim, 1)
+    return Steps([f"np.copyto({{o}}, {g.a(s)})",
+                  f"_scatter_add_values({{o}}, {dim}, {g.a(idx)}, {g.a(src)})"], donor=s)
+
+
+@rule("index_add")
+def _index_add(g, node, b):
+    s, idx, src, alpha = b["self"], b["index"], b["source"], b.get("alpha", 1)
+    if not (isinstance(s, Node) and isinstance(src, Node)) or isinstance(alpha, Node) or \
+            node.val.dtype not in _DT_TO_NP or src.val.dtype is not node.val.dtype:
+        return None
+    dim = b["dim"] % max(s.val.ndim, 1)
+    return Steps([f"np.copyto({{o}}, {g.a(s)})",
+                  f"_index_add_values({{o}}, {dim}, {g.a(idx)}, {g.a(src)}, {alpha!r})"],
+                 donor=s)
 
 
 @rule("embedding")
@@ -624,7 +691,9 @@ class _Gen:
         self.globals: dict = code_globals(self.graph)[0]
         self.globals.update(np=np, _wrap=_wrap, _nv=numpy_view, _matmul=_matmul,
                             _empty_t=empty_tensor, _ua=user_array, _filled=_filled,
-                            _vals=_values)
+                            _vals=_values, _gather_values=gather_values,
+                            _scatter_add_values=scatter_add_values,
+                            _index_add_values=index_add_values)
         self.arr: dict[int, str] = {}   # node -> NumPy expression name
         self.ten: dict[int, str] = {}   # node -> ember tensor expression name
         self.rendered = 0
