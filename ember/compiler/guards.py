@@ -363,8 +363,20 @@ def _steps(expr: str) -> list[str] | None:
         elif isinstance(node, ast.Name):
             out.append(node.id)
             return out[::-1]
+        elif _is_import(node):
+            out.append(ast.unparse(node))
+            return out[::-1]
         else:
             return None
+
+
+def _is_import(node) -> bool:
+    """``__import__('name')``: a module lookup, the root of a chain like a name."""
+    import ast
+
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == "__import__" and len(node.args) == 1 and not node.keywords and \
+        isinstance(node.args[0], ast.Constant)
 
 
 def _hoist(expr: str, hoisted: dict[str, str], lines: list[str]) -> str:
@@ -376,7 +388,7 @@ def _hoist(expr: str, hoisted: dict[str, str], lines: list[str]) -> str:
     steps = _steps(expr)
     if steps is None or len(steps) < 2:
         var = hoisted[expr] = f"v{len(hoisted)}"
-        lines.append(f"    {var} = {expr}")
+        lines.append(f"    {var} = {_hoist_chains(expr, hoisted, lines)}")
         return var
     prefix, parent = steps[0], steps[0]
     for step in steps[1:]:
@@ -388,6 +400,27 @@ def _hoist(expr: str, hoisted: dict[str, str], lines: list[str]) -> str:
         parent = var
     hoisted[expr] = parent
     return parent
+
+
+def _hoist_chains(expr: str, hoisted: dict[str, str], lines: list[str]) -> str:
+    """``expr`` with each attribute/subscript chain inside it read through :func:`_hoist`
+    (a tuple of a module's hook-table lengths walks to the module once)."""
+    import ast
+
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return expr
+
+    class Chains(ast.NodeTransformer):
+        def generic_visit(self, node):
+            if isinstance(node, ast.Attribute | ast.Subscript):
+                steps = _steps(ast.unparse(node))
+                if steps is not None and len(steps) >= 2:
+                    return ast.Name(_hoist(ast.unparse(node), hoisted, lines), ast.Load())
+            return super().generic_visit(node)
+
+    return ast.unparse(Chains().visit(tree))
 
 
 def _subst_v(cond: str, var: str) -> str:

@@ -142,6 +142,28 @@ def test_checks_ordered_cheap_first_and_deduplicated():
     assert gs.describe()[0] == "EQUALS L[1]: == 3"
 
 
+def test_chains_inside_an_expression_share_the_hoisted_prefixes():
+    """An expression over several chains (a module's hook-table lengths, a module found
+    through ``__import__``) walks each shared prefix once."""
+    m = ember.nn.Sequential(ember.nn.Linear(2, 2))
+    gb = GuardBuilder()
+    gb.add_id_match("L[0]._modules['0']", m[0])
+    expr = "(len(L[0]._modules['0']._forward_hooks), len(L[0]._modules['0']._backward_hooks))"
+    gb.add_constant_match(expr, (0, 0))
+    mod = "__import__('sys').modules['ember.nn.modules.module']"
+    gb.add_constant_match(f"(len({mod}._global_forward_hooks), len({mod}._global_forward_pre_hooks))",
+                          (0, 0))
+    gs = gb.build()
+    code = [ln.split("#")[0] for ln in gs.source.splitlines()]
+    assert sum("._modules" in ln for ln in code) == 1
+    assert sum("__import__" in ln for ln in code) == 1
+    assert gs([m], {}) == 0
+    handle = m[0].register_forward_hook(lambda *a: None)
+    assert gs([m], {}) == 2
+    handle.remove()
+    assert gs([m], {}) == 0
+
+
 def test_unreadable_source_is_a_miss_with_reason():
     gs = _build(("constant_match", "L[0].missing", 1))
     assert gs([object()], {}) == -1
