@@ -223,6 +223,20 @@ def new_cpu_array(nbytes: int, shape: tuple, npdtype) -> tuple[Storage, np.ndarr
     return st, arr
 
 
+def scratch_array(shape: tuple, npdtype) -> np.ndarray:
+    """A fresh C-contiguous CPU array from the caching allocator, for code that needs the
+    memory but no tensor (compiled code's intermediates): the array keeps the block allocated
+    (NOTE [Arrays handed to users keep the block]) and gives it back when it dies."""
+    npdtype = np.dtype(npdtype)
+    nbytes = npdtype.itemsize
+    for d in shape:
+        nbytes *= d
+    st, arr = new_cpu_array(nbytes, shape, npdtype)
+    if st._block is None:
+        return arr          # (no block: a plain NumPy array, alive on its own)
+    return np.ndarray(shape, npdtype, np.asarray(_Exported(st, st._ptr, nbytes)))
+
+
 def new_array(nbytes: int, shape: tuple, npdtype, device: Device = CPU):
     """A fresh Storage of ``nbytes`` on ``device`` and the typed array ``shape`` over it.
 

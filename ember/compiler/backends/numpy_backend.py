@@ -39,9 +39,9 @@ from ember.core import dtype as dt
 from ember.core.device import CPU
 from ember.core.layout import contiguous_strides
 from ember.dispatch import Operator, Tag
-from ember.memory.storage import Storage
+from ember.memory.storage import Storage, scratch_array
 from ember.tensor import Tensor
-from ember.tensor.tensor import empty_tensor, from_numpy, make_tensor, numpy_view, user_array
+from ember.tensor.tensor import from_numpy, make_tensor, numpy_view, user_array
 
 __all__ = ["numpy_backend", "generate", "RULES"]
 
@@ -690,7 +690,7 @@ class _Gen:
         self.lines: list[str] = []
         self.globals: dict = code_globals(self.graph)[0]
         self.globals.update(np=np, _wrap=_wrap, _nv=numpy_view, _matmul=_matmul,
-                            _empty_t=empty_tensor, _ua=user_array, _filled=_filled,
+                            _scratch=scratch_array, _filled=_filled,
                             _vals=_values, _gather_values=gather_values,
                             _scatter_add_values=scatter_add_values,
                             _index_add_values=index_add_values)
@@ -733,7 +733,7 @@ class _Gen:
     def scratch_shape(self, shape: tuple, val) -> str:
         if math.prod(shape) * val.element_size() < _LARGE:
             return f"np.empty({shape!r}, {self.np_dtype(val.dtype)})"
-        return f"_ua(_empty_t({shape!r}, {self.dtype_obj(val.dtype)}))"
+        return f"_scratch({shape!r}, {self.np_dtype(val.dtype)})"
 
     def dtype_obj(self, dtype) -> str:
         name = f"_dt_{str(dtype).removeprefix('ember.')}"
@@ -886,13 +886,9 @@ class _Gen:
         elif val.numel() * val.element_size() >= _LARGE:
             # NOTE [Large intermediates]: fresh multi-megabyte NumPy arrays are new mappings
             # that page-fault on every call; blocks from ember's caching allocator are reused.
-            # ``user_array`` ties the block's life to the array (and so to every NumPy view
-            # of it and every tensor wrapped around one), not to the ember tensor.
-            tname = f"t_{node.name}"
-            self.emit(f"{tname} = _empty_t({tuple(val.shape)!r}, {self.dtype_obj(val.dtype)})")
-            self.emit(f"{name} = _ua({tname})")
-            if not isinstance(node.val, tuple):
-                self.ten[id(node)] = tname
+            # ``scratch_array`` ties the block's life to the array (and so to every NumPy
+            # view of it and every tensor wrapped around one).
+            self.emit(f"{name} = _scratch({tuple(val.shape)!r}, {self.np_dtype(val.dtype)})")
         else:
             self.emit(f"{name} = np.empty({tuple(val.shape)!r}, {self.np_dtype(val.dtype)})")
         for line in steps.lines:
