@@ -10,7 +10,7 @@ import torch
 
 import ember
 import ember.nn.functional as F
-from ember.backends.cpu import accumulate
+from ember.backends.cpu import _accumulate as accumulate
 from ember.backends.cpu.scatter_gather import index_add_values
 
 needs_c = pytest.mark.skipif(accumulate._library() is None, reason="needs a C compiler")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.backends.cpu._accumulate import add_rows
 from ember.backends.cpu._util import arr, arr_on, new_output
 from ember.backends.cpu._xp import array_module, cast, module_of, ufunc_at  # noqa: F401
-from ember.backends.cpu.accumulate import add_rows
 from ember.core.layout import canonical_dim, numel
 from ember.ops import scatter_gather as sg
 from ember.tensor import Tensor, empty_tensor
@@ -238,7 +238,7 @@ def index_add_values(target: np.ndarray, dim: int, idx: np.ndarray, source: np.n
                      alpha=1) -> None:
     """``target.index_add_(dim, idx, source, alpha=alpha)`` on arrays: slice ``k`` of
     ``source`` along ``dim`` (times ``alpha``) added to slice ``idx[k]`` of ``target``, in
-    increasing ``k`` (rows in C where it applies, NOTE in ember/backends/cpu/accumulate.py).
+    increasing ``k`` (rows in C where it applies, NOTE in ember/backends/cpu/_accumulate.py).
     Out-of-range indices raise."""
     t, idx = _as1d(target), _as1d(idx)
     sg.check_bounds(idx, t.shape[dim], dim)
