@@ -33,6 +33,18 @@ _COL_ACC = {dt.float32: "float"}
 # threads of the parallel loops: set after loading by ember.compiler.cc.num_threads()
 THREADS_DECL = ("static int ember_nt = 1;\n"
                 "void ember_set_threads(int n) { ember_nt = n > 0 ? n : 1; }\n")
+# NOTE [Checked indices]: a kernel that reads through an index tensor (gather, scatter_add
+# along the last dimension, lowered as a compare with the position in the row) cannot raise;
+# it records the first index outside [0, n) here (flag, index, n, dim) and the glue raises
+# eager's IndexError-style RuntimeError after the call.
+INDEX_CHECK_DECL = """int64_t ember_oob[4];
+static inline int64_t ember_check_index(int64_t i, int64_t n, int64_t d) {
+    if (__builtin_expect(i < 0 || i >= n, 0) && !ember_oob[0]) {
+        ember_oob[1] = i; ember_oob[2] = n; ember_oob[3] = d; ember_oob[0] = 1;
+    }
+    return i;
+}
+"""
 
 _CT = {dt.float32: "float", dt.float64: "double", dt.bool_: "uint8_t", dt.int32: "int32_t",
        dt.int64: "int64_t", dt.bfloat16: "float", dt.float16: "float"}
@@ -314,6 +326,12 @@ class _KernelGen:
             return f"(({ctype(e.dtype)}){acc})"
         if e.kind == "rowlen":
             return f"(({ctype(e.dtype)}){self.num('L', self.L)})"
+        if e.kind == "rowpos":      # the position along the last dimension
+            return f"(j % {self.num('L', self.L)})" if self.flat else "j"
+        if e.kind == "checked":     # NOTE [Checked indices]
+            i = self.expr(e.args[0], memo, body, acc)
+            self.k.checks_index = True
+            return f"ember_check_index({i}, {self.num('L', self.L)}, {int(e.value)})"
         if e.kind == "load":
             src = e.value
             if src.kind == "pw" and not src.realized:
@@ -504,6 +522,7 @@ def generate_c(kernels: list[Kernel], vector_math: bool
     if vector_math:
         parts.append(vector_decls())
     parts.append(THREADS_DECL)
+    parts.append(INDEX_CHECK_DECL)
     slots, sizes = [], []
     for k in kernels:
         g = _KernelGen(k)

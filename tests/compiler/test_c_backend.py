@@ -586,3 +586,41 @@ def test_cross_entropy_gradient_keeps_the_backward_in_c(capsys):
     F.cross_entropy(lin(x), y).backward()
     for g, p in zip(got, lin.parameters(), strict=True):
         assert_close(g, 2 * p.grad, rtol=1e-6, atol=1e-7)
+
+
+def test_gather_and_scatter_add_of_one_label_per_row_are_kernels():
+    """Cross-entropy's ``gather`` of the label's log-probability and its gradient's
+    ``scatter_add`` lower to a compare with the position in the row (NOTE [Checked indices]):
+    exact values, no NumPy indexing between kernels."""
+    from ember.ops.scatter_gather import gather, scatter_add
+
+    x, g = ember.randn(32, 10), ember.randn(32, 1)
+    y = ember.randint(0, 10, (32, 1))
+
+    def f(x, y, g):
+        logp = F.log_softmax(x, -1)
+        picked = gather(logp, -1, y)
+        grad = scatter_add(ember.zeros(32, 10), -1, y, g)
+        return picked, grad * 2
+
+    c = _check(f, x, y, g, rtol=1e-6, atol=1e-6)
+    assert not any(name in c.source for name in ("_gather_values", "_scatter_add_values"))
+    ref = gather(_first(_compile(lambda x: F.log_softmax(x, -1), x)(x)), -1, y)
+    assert_close(c(x, y, g)[0], ref, rtol=0, atol=0)
+    assert_close(c(x, y, g)[1], scatter_add(ember.zeros(32, 10), -1, y, g) * 2, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bad", [10, -1, 12345])
+def test_out_of_range_labels_raise_like_eager(bad):
+    from ember.ops.scatter_gather import gather
+
+    x, y = ember.randn(8, 10), ember.randint(0, 10, (8, 1))
+    c = _compile(lambda x, y: gather(x.exp(), -1, y) * 2, x, y)
+    yb = y.clone()
+    yb[3, 0] = bad
+    with pytest.raises(RuntimeError) as eager:
+        gather(x.exp(), -1, yb)
+    with pytest.raises(RuntimeError) as compiled:
+        c(x, yb)
+    assert str(compiled.value) == str(eager.value)
+    assert_close(_first(c(x, y)), gather(x.exp(), -1, y) * 2)  # the record was cleared

@@ -129,7 +129,8 @@ class _CGen(npb._Gen):
         self.c_source = "\n".join(parts)
 
     def symbols(self) -> list[str]:
-        return ["ember_set_threads"] + [f"ember_g{j}" for j in range(len(self.groups))]
+        return ["ember_set_threads", "ember_oob"] + \
+            [f"ember_g{j}" for j in range(len(self.groups))]
 
     def bind(self, lib) -> None:
         lib.ember_set_threads.argtypes = [ctypes.c_int]
@@ -139,10 +140,12 @@ class _CGen(npb._Gen):
             cfn = getattr(lib, f"ember_g{j}")
             cfn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
             cfn.restype = None
+            oob = (ctypes.c_int64 * 4).in_dll(lib, "ember_oob") \
+                if any(k.checks_index for k in group) else None
             self.globals[f"_g{j}"] = _group_call(
                 cfn, [(k, self.slots[k.index], self.sizes[k.index], refs)
                       for k, refs in zip(group, self.group_refs[j], strict=True)],
-                self.internal[j])
+                self.internal[j], oob)
 
     def emit(self, line: str) -> None:
         if self.pending:
@@ -224,12 +227,14 @@ def _large(ln) -> bool:
     return math.prod(ln.shape) * ln.dtype.itemsize >= _LARGE
 
 
-def _group_call(cfn, members, internal=frozenset()):
+def _group_call(cfn, members, internal=frozenset(), oob=None):
     """``call(*input_arrays) -> per kernel (*output_arrays, *output_tensors)``, running the
     group's kernels in one foreign call; a tensor is None for small outputs. NOTE [Large
     intermediates] in numpy_backend.py: fresh multi-megabyte arrays page-fault on every call,
     so large outputs are blocks of ember's allocator, kept alive by their tensor (the glue
     holds it and returns it).
+
+    ``oob``: the library's index-check record when a kernel of the group checks indices.
 
     ``internal``: positions (in the result) of outputs read only by later kernels of the group:
     they live in a per-thread workspace allocated on the first call, where an intermediate
@@ -309,12 +314,22 @@ def _group_call(cfn, members, internal=frozenset()):
             ret += tens
         if numel:
             cfn(arr_t(*ptrs), sz_addr)
+            if oob is not None and oob[0]:
+                raise _index_error(oob)
         return ret
 
     call.sizes = sz         # keeps the size array alive with the closure
     call.internal_outputs = sum(spec[4] is not None for _r, specs, _b in plan for spec in specs)
     call.workspace_buffers = len(slots_ws)
     return call
+
+
+def _index_error(oob) -> RuntimeError:
+    """The error of the first out-of-range index a kernel met (NOTE [Checked indices] in
+    codegen_c.py), worded as eager's gather/scatter check; the flag is cleared."""
+    oob[0] = 0
+    return RuntimeError(f"index {oob[1]} is out of bounds for dimension {oob[3]} with size "
+                        f"{oob[2]}")
 
 
 _addressof, _from_buffer = ctypes.addressof, ctypes.c_char.from_buffer

@@ -13,7 +13,18 @@ import math
 import operator
 
 from ember.compiler.graph import Node
-from ember.compiler.lower.ir import Expr, Layout, LNode, cast, const, contiguous_strides, load, op
+from ember.compiler.lower.ir import (
+    Expr,
+    Layout,
+    LNode,
+    cast,
+    checked,
+    const,
+    contiguous_strides,
+    load,
+    op,
+    rowpos,
+)
 from ember.compiler.meta import lazy_bits
 from ember.core import dtype as dt
 from ember.dispatch import Operator
@@ -645,6 +656,51 @@ def _clone(lw, node, b):
 
 
 # -- activation gradients -------------------------------------------------------------------------
+# -- indexed reads and writes along the last dimension -------------------------------------------
+def _row_index(lw, x, idx, dim) -> Expr | None:
+    """The checked per-row index of a gather/scatter along ``x``'s last dimension with one
+    index per row (a class label: cross-entropy's ``gather`` and its gradient's
+    ``scatter_add``), or None for any other indexing."""
+    n = x.val.ndim
+    shape = tuple(x.val.shape)
+    if n == 0 or dim % n != n - 1 or shape[-1] == 0 or not isinstance(idx, Node) or \
+            idx.val.dtype is not dt.int64 or tuple(idx.val.shape) != shape[:-1] + (1,):
+        return None
+    return checked(lw.ref(idx, dt.int64), n - 1)
+
+
+@rule("gather")
+def _gather(lw, node, b):
+    """``x.gather(-1, idx)`` with one index per row: the sum over the row of ``x`` where the
+    position equals the index (exact: one term is not zero), a reduction that fuses with the
+    kernel making ``x`` (a log-softmax)."""
+    x = b["self"]
+    d = node.val.dtype
+    if b.get("sparse_grad") or d not in FLOATS or not isinstance(x, Node):
+        return None
+    i = _row_index(lw, x, b["index"], b["dim"])
+    if i is None:
+        return None
+    pick = op("where", d, op("eq", dt.bool_, rowpos(), i), lw.ref(x, d), const(0.0, d))
+    return lw.red("sum", pick, tuple(x.val.shape), True)
+
+
+@rule("scatter_add")
+def _scatter_add(lw, node, b):
+    """``s.scatter_add(-1, idx, src)`` with one index and value per row: ``s`` plus ``src``
+    where the position equals the index (pointwise: it fuses with the gradient around it)."""
+    s, src = b["self"], b["src"]
+    d = node.val.dtype
+    if d not in FLOATS or not isinstance(s, Node) or not isinstance(src, Node) or \
+            src.val.dtype is not d or tuple(src.val.shape) != tuple(b["index"].val.shape):
+        return None
+    i = _row_index(lw, s, b["index"], b["dim"])
+    if i is None:
+        return None
+    add = op("where", d, op("eq", dt.bool_, rowpos(), i), lw.ref(src, d), const(0.0, d))
+    return lw.pw(node, d, op("add", d, lw.ref(s, d), add))
+
+
 @rule("threshold_backward")
 def _threshold_backward(lw, node, b):
     """``0 where input <= threshold, else grad`` (NaN inputs pass the gradient, as eager)."""

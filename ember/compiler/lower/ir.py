@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["Expr", "LNode", "Layout", "load", "const", "op", "cast", "contiguous_strides"]
+from ember.core import dtype as dt
+
+__all__ = ["Expr", "LNode", "Layout", "load", "const", "op", "cast", "rowpos", "checked",
+           "contiguous_strides"]
 
 
 def contiguous_strides(shape) -> tuple:
@@ -106,6 +109,17 @@ def const(value, dtype) -> Expr:
 
 def op(name: str, dtype, *args) -> Expr:
     return Expr("op", dtype, args, name)
+
+
+def rowpos() -> Expr:
+    """The position (int64) along the last dimension of the shape being iterated."""
+    return Expr("rowpos", dt.int64)
+
+
+def checked(index: Expr, dim: int) -> Expr:
+    """``index`` (int64, one per row) after a bounds check against the row length: an index
+    outside ``[0, n)`` makes the call raise (NOTE [Checked indices] in codegen_c.py)."""
+    return Expr("checked", index.dtype, (index,), dim)
 
 
 def cast(e: Expr, dtype) -> Expr:

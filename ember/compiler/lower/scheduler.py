@@ -22,6 +22,7 @@ class Kernel:
     def __init__(self, index: int, shape):
         self.index, self.shape = index, tuple(shape)
         self.members: list[LNode] = []
+        self.checks_index = False   # reads through a checked index (set by the code generator)
 
     @property
     def rows_shape(self):
