@@ -418,7 +418,91 @@ def _reshape(g, node, b):
     x = b.get("self", b.get("input"))
     if not isinstance(x, Node) or not _shape_ok(node):
         return None
+    if _folded_reshape(g, node) is not None:
+        return "None"   # the copy_ reading it writes ``x`` through a view of its destination
     return f"np.reshape({g.a(x)}, {tuple(node.val.shape)!r})"
+
+
+_RESHAPES = frozenset({"view", "reshape", "_unsafe_view", "flatten", "squeeze", "unflatten",
+                       "view_as", "reshape_as"})
+
+
+def _folded_reshape(g, node: Node) -> Node | None:
+    """NOTE [Copies through a reshape]: for a reshape read only by ``copy_(dst, reshape)``
+    (a split's gradient pieces written into their buffer), the reshape's input, when ``dst``
+    can be viewed with that input's shape: the copy then writes the input's values through
+    that view, and the reshape (which NumPy makes by copying a non-contiguous input) is never
+    materialised. None when the pattern does not hold."""
+    t = node.target
+    if node.op != "call" or not isinstance(t, Operator) or t.name not in _RESHAPES or \
+            len(node.users) != 1:
+        return None
+    user, inner = node.users[0], node.args[0]
+    if user.op != "call" or not isinstance(user.target, Operator) or \
+            user.target.name != "copy_" or user.args[1] is not node or user.args[0] is node:
+        return None
+    dst = user.args[0]
+    if not (isinstance(inner, Node) and isinstance(dst, Node) and isinstance(inner.val, Tensor)
+            and isinstance(dst.val, Tensor)):
+        return None
+    d = node.val.dtype
+    if d in _HALF or inner.val.dtype is not d or dst.val.dtype is not d or \
+            tuple(dst.val.shape) != tuple(node.val.shape) or not g.owned(dst) or \
+            not g._renderable(user) or not inner.val.numel():
+        return None
+    if not _viewable(dst.val, tuple(inner.val.shape)):
+        return None
+    if not _nothing_writes(inner, node, user):
+        return None
+    return inner
+
+
+def _root(node: Node) -> Node:
+    """The node whose memory ``node`` views (itself when it is not a view)."""
+    while node.op == "call" and isinstance(node.target, Operator) and \
+            Tag.view in node.target.tags and isinstance(node.args[0], Node):
+        node = node.args[0]
+    return node
+
+
+def _nothing_writes(value: Node, start: Node, end: Node) -> bool:
+    """No impure call strictly between ``start`` and ``end`` may change ``value``: copies
+    into buffers made inside the graph (other than ``value``'s own) are the only ones
+    allowed, as the gradient pieces written one after another into their buffer."""
+    nodes = value.graph.nodes
+    mine = _root(value)
+    for n in nodes[nodes.index(start) + 1:nodes.index(end)]:
+        if n.op != "call" or not is_impure(n.target, n.kwargs):
+            continue
+        if not (isinstance(n.target, Operator) and n.target.name == "copy_" and
+                isinstance(n.args[0], Node)):
+            return False
+        dst = _root(n.args[0])
+        if dst is mine or not (dst.op == "call" and isinstance(dst.target, Operator) and
+                               dst.target._is_factory):
+            return False
+    return True
+
+
+def _viewable(val: Tensor, shape: tuple) -> bool:
+    """Whether an array laid out as ``val`` (shape, strides) can be viewed with ``shape`` by
+    :func:`_reshaped` (asked of NumPy itself, on a strided probe that is never read)."""
+    item = val.element_size()
+    probe = np.lib.stride_tricks.as_strided(np.empty(1, np.uint8), tuple(val.shape),
+                                            tuple(st * item for st in val.stride()))
+    try:
+        _reshaped(probe, shape)
+    except (AttributeError, ValueError):
+        return False
+    return True
+
+
+def _reshaped(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """``a`` viewed with ``shape``; raises rather than copying (the caller writes through
+    it)."""
+    v = a.view()
+    v.shape = shape
+    return v
 
 
 @rule("unsqueeze")
@@ -661,18 +745,26 @@ def _copy_(g, node, b):
     dst, src = b["self"], b["src"]
     if not g.owned(dst) or node.val.dtype in _HALF or src.val.dtype in _HALF:
         return None
-    if _only_copied_again(node, src):
+    if _only_copied_again(g, node, src):
         return g.a(src)  # the next copy_ reads ``src`` itself: this copy is never seen
+    inner = _folded_reshape(g, src) if isinstance(src, Node) else None
+    if inner is not None:   # NOTE [Copies through a reshape]
+        g.emit(f"np.copyto(_reshaped({g.a(dst)}, {tuple(inner.val.shape)!r}), {g.a(inner)}, "
+               "casting='unsafe')")
+        return g.a(dst)
     g.emit(f"np.copyto({g.a(dst)}, {g.a(src)}, casting='unsafe')")
     return g.a(dst)
 
 
-def _only_copied_again(node: Node, src) -> bool:
-    """``copy_(fresh, src)`` whose only reader is another ``copy_`` taking it as source, with
-    nothing impure in between (``reshape`` of a transposed tensor copies twice this way)."""
+def _only_copied_again(g, node: Node, src) -> bool:
+    """``copy_(fresh, src)`` whose only reader is another ``copy_`` taking it as source, or a
+    reshape that such a copy writes through (NOTE [Copies through a reshape]), with nothing
+    impure in between (``reshape`` of a transposed tensor copies twice this way)."""
     if not isinstance(src, Node) or src.val.dtype is not node.val.dtype or len(node.users) != 1:
         return False
     user = node.users[0]
+    if _folded_reshape(g, user) is node:
+        return _nothing_writes(src, node, user.users[0])
     if user.op != "call" or user.target is not node.target or user.args[1] is not node or \
             user.args[0] is node:
         return False
@@ -690,7 +782,7 @@ class _Gen:
         self.lines: list[str] = []
         self.globals: dict = code_globals(self.graph)[0]
         self.globals.update(np=np, _wrap=_wrap, _nv=numpy_view, _matmul=_matmul,
-                            _scratch=scratch_array, _filled=_filled,
+                            _scratch=scratch_array, _filled=_filled, _reshaped=_reshaped,
                             _vals=_values, _gather_values=gather_values,
                             _scatter_add_values=scatter_add_values,
                             _index_add_values=index_add_values)
@@ -858,6 +950,10 @@ class _Gen:
             order = {id(n): i for i, n in enumerate(self.graph.nodes)}
             self._last = {id(n): max((order[id(u)] for u in n.users), default=-1)
                           for n in self.graph.nodes}
+            for n in self.graph.nodes:    # NOTE [Copies through a reshape]: the copy reads
+                inner = _folded_reshape(self, n)    # the reshape's input
+                if inner is not None:
+                    self._last[id(inner)] = max(self._last[id(inner)], order[id(n.users[0])])
             self._order = order
         here = self._order[id(node)]
         dead = [x for x in node.input_nodes()
