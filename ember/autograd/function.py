@@ -243,8 +243,9 @@ def _wrap_outputs(ctx: BackwardCFunction, args: tuple, output):
             warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only "
                           "input Tensors that have been modified in-place should be passed to "
                           "ctx.mark_dirty().", UserWarning, stacklevel=3)
-    ctx._saved = tuple(None if t is None else SavedTensor(
-        t, ctx, is_output=any(t is w for w in wrapped)) for t in ctx._to_save)
+    outputs = {id(w) for w in wrapped}
+    ctx._saved = tuple(None if t is None else SavedTensor(t, ctx, is_output=id(t) in outputs)
+                       for t in ctx._to_save)
     ctx._to_save = ()
     return wrapped[0] if single else tuple(wrapped)
 
