@@ -408,20 +408,13 @@ def test_training_with_varying_batch_sizes():
 
 
 @pytest.mark.parametrize("backend", ["numpy", "c"])
-def test_split_gradient_pieces_are_copied_once_into_their_buffer(backend):
+def test_split_gradient_pieces_are_copied_once_into_their_buffer(backend, block_pair):
     """NOTE [Copies through a reshape]: attention's q/k/v gradients, (B, H, T, hd) read as
     (B, T, C) pieces of the (B, T, 3C) buffer of the split's gradient, are each copied once,
     through a view of the buffer, instead of into a contiguous copy and then the buffer; the
     gradients stay eager's bits on the NumPy backend."""
-    from ember.examples.gpt import Block
-
     cfg = GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=16)
-    ember.manual_seed(0)
-    m1, m2 = Block(cfg), Block(cfg)
-    m2.load_state_dict(m1.state_dict())
-    x, go = ember.randn(3, 8, 16), ember.randn(3, 8, 16)
-    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
-    (m1(x1) * go).sum().backward()
+    m1, x1, m2, x2, go = block_pair(cfg, 3)
     out = ember.compile(m2, backend=backend)(x2)
     region = _region_node(out).region
     (out * go).sum().backward()

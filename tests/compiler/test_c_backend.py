@@ -427,19 +427,14 @@ def test_dead_intermediates_share_a_workspace():
         assert_close(c(y), f(y), rtol=1e-5, atol=1e-5)
 
 
-def test_block_gradients_through_compiled_region_equal_eager():
+def test_block_gradients_through_compiled_region_equal_eager(block_pair):
     """A transformer block trained through a compiled region: the forward's saved q/k/v are
     views of a large kernel output, which must keep its allocator block alive until the
     backward reads them."""
-    from ember.examples.gpt import Block, GPTConfig
+    from ember.examples.gpt import GPTConfig
 
     cfg = GPTConfig(vocab_size=10, block_size=64, n_layer=1, n_head=4, n_embd=128)
-    ember.manual_seed(0)
-    m1, m2 = Block(cfg), Block(cfg)
-    m2.load_state_dict(m1.state_dict())
-    x, go = ember.randn(16, 64, 128), ember.randn(16, 64, 128)
-    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
-    (m1(x1) * go).sum().backward()
+    m1, x1, m2, x2, go = block_pair(cfg, 16)
     (ember.compile(m2, backend="c")(x2) * go).sum().backward()
     # float32 sums of 1024 terms in another order: tolerance ~ n ulp of the magnitudes
     assert_close(x2.grad, x1.grad, rtol=1e-4, atol=1e-4)

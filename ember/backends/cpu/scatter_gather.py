@@ -230,10 +230,6 @@ def _index_select(self, dim, index, *, out=None):
     return o
 
 
-def _index_add_into(target: np.ndarray, dim: int, index: Tensor, source: Tensor, alpha):
-    index_add_values(target, dim, arr(index), arr(source), alpha)
-
-
 def index_add_values(target: np.ndarray, dim: int, idx: np.ndarray, source: np.ndarray,
                      alpha=1) -> None:
     """``target.index_add_(dim, idx, source, alpha=alpha)`` on arrays: slice ``k`` of
@@ -253,14 +249,15 @@ def index_add_values(target: np.ndarray, dim: int, idx: np.ndarray, source: np.n
 def _index_add(self, dim, index, source, *, alpha=1, out=None):
     spec = sg.index_add.meta_rule(self, dim, index, source)
     o = _copy_of(self, spec.shape, out, "index_add")
-    _index_add_into(arr(o), canonical_dim(dim, self.dim()), index, source, alpha)
+    index_add_values(arr(o), canonical_dim(dim, self.dim()), arr(index), arr(source), alpha)
     return o
 
 
 @sg.index_add_.impl("CPU")
 def _index_add_(self, dim, index, source, *, alpha=1):
     sg.index_add_.meta_rule(self, dim, index, source)
-    _index_add_into(_inplace(self), canonical_dim(dim, self.dim()), index, source, alpha)
+    index_add_values(_inplace(self), canonical_dim(dim, self.dim()), arr(index), arr(source),
+                     alpha)
     return self
 
 

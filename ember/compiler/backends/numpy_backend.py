@@ -432,7 +432,15 @@ def _folded_reshape(g, node: Node) -> Node | None:
     (a split's gradient pieces written into their buffer), the reshape's input, when ``dst``
     can be viewed with that input's shape: the copy then writes the input's values through
     that view, and the reshape (which NumPy makes by copying a non-contiguous input) is never
-    materialised. None when the pattern does not hold."""
+    materialised. None when the pattern does not hold (decided once per node)."""
+    try:
+        return g.folds[id(node)]
+    except KeyError:
+        inner = g.folds[id(node)] = _fold_of(g, node)
+        return inner
+
+
+def _fold_of(g, node: Node) -> Node | None:
     t = node.target
     if node.op != "call" or not isinstance(t, Operator) or t.name not in _RESHAPES or \
             len(node.users) != 1:
@@ -632,27 +640,20 @@ def _gather(g, node, b):
     return f"_gather_values({g.a(x)}, {dim}, {g.a(idx)}).reshape({tuple(node.val.shape)!r})"
 
 
-@rule("scatter_add")
-def _scatter_add(g, node, b):
-    s, idx, src = b["self"], b["index"], b["src"]
-    if not (isinstance(s, Node) and isinstance(src, Node)) or \
-            node.val.dtype not in _DT_TO_NP or src.val.dtype is not node.val.dtype:
-        return None
-    dim = b["dim"] % max(s.val.ndim, 1)
-    return Steps([f"np.copyto({{o}}, {g.a(s)})",
-                  f"_scatter_add_values({{o}}, {dim}, {g.a(idx)}, {g.a(src)})"], donor=s)
-
-
-@rule("index_add")
-def _index_add(g, node, b):
-    s, idx, src, alpha = b["self"], b["index"], b["source"], b.get("alpha", 1)
+@rule("scatter_add", "index_add")
+def _accumulate(g, node, b):
+    """``self`` copied into the output, then ``src`` added at the indices by the eager
+    kernels' own core (``scatter_add_values`` / ``index_add_values``: same order, same bits)."""
+    s, idx, src = b["self"], b["index"], b.get("src", b.get("source"))
+    alpha = b.get("alpha", 1)
     if not (isinstance(s, Node) and isinstance(src, Node)) or isinstance(alpha, Node) or \
             node.val.dtype not in _DT_TO_NP or src.val.dtype is not node.val.dtype:
         return None
     dim = b["dim"] % max(s.val.ndim, 1)
-    return Steps([f"np.copyto({{o}}, {g.a(s)})",
-                  f"_index_add_values({{o}}, {dim}, {g.a(idx)}, {g.a(src)}, {alpha!r})"],
-                 donor=s)
+    add = (f"_scatter_add_values({{o}}, {dim}, {g.a(idx)}, {g.a(src)})"
+           if node.target.name == "scatter_add" else
+           f"_index_add_values({{o}}, {dim}, {g.a(idx)}, {g.a(src)}, {alpha!r})")
+    return Steps([f"np.copyto({{o}}, {g.a(s)})", add], donor=s)
 
 
 @rule("embedding")
@@ -759,7 +760,8 @@ def _copy_(g, node, b):
 def _only_copied_again(g, node: Node, src) -> bool:
     """``copy_(fresh, src)`` whose only reader is another ``copy_`` taking it as source, or a
     reshape that such a copy writes through (NOTE [Copies through a reshape]), with nothing
-    impure in between (``reshape`` of a transposed tensor copies twice this way)."""
+    in between that could change ``src`` (``reshape`` of a transposed tensor copies twice this
+    way)."""
     if not isinstance(src, Node) or src.val.dtype is not node.val.dtype or len(node.users) != 1:
         return False
     user = node.users[0]
@@ -768,9 +770,7 @@ def _only_copied_again(g, node: Node, src) -> bool:
     if user.op != "call" or user.target is not node.target or user.args[1] is not node or \
             user.args[0] is node:
         return False
-    nodes = node.graph.nodes
-    between = nodes[nodes.index(node) + 1:nodes.index(user)]
-    return not any(n.op == "call" and is_impure(n.target, n.kwargs) for n in between)
+    return _nothing_writes(src, node, user)
 
 
 # -- the generator ------------------------------------------------------------------------------
@@ -786,6 +786,7 @@ class _Gen:
                             _vals=_values, _gather_values=gather_values,
                             _scatter_add_values=scatter_add_values,
                             _index_add_values=index_add_values)
+        self.folds: dict[int, Node | None] = {}  # NOTE [Copies through a reshape]
         self.arr: dict[int, str] = {}   # node -> NumPy expression name
         self.ten: dict[int, str] = {}   # node -> ember tensor expression name
         self.rendered = 0
